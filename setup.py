@@ -1,0 +1,47 @@
+"""Packaging for treepe_nb: every setting is read from `settings.ini` (nbdev 2 layout)."""
+from configparser import ConfigParser
+from pathlib import Path
+
+import setuptools
+
+here = Path(__file__).parent
+config = ConfigParser(delimiters=["="])
+config.read(here / "settings.ini", encoding="utf-8")
+cfg = config["DEFAULT"]
+
+licenses = {"apache2": ("Apache Software License 2.0", "OSI Approved :: Apache Software License")}
+statuses = ["1 - Planning", "2 - Pre-Alpha", "3 - Alpha", "4 - Beta", "5 - Production/Stable",
+            "6 - Mature", "7 - Inactive"]
+lic_name, lic_classifier = licenses[cfg["license"]]
+min_python = cfg["min_python"]
+requirements = cfg.get("requirements", "").split()
+dev_requirements = cfg.get("dev_requirements", "").split()
+readme = here / "README.md"
+
+setuptools.setup(
+    name=cfg["lib_name"],
+    version=cfg["version"],
+    description=cfg["description"],
+    long_description=readme.read_text(encoding="utf-8") if readme.exists() else cfg["description"],
+    long_description_content_type="text/markdown",
+    author=cfg["author"],
+    author_email=cfg["author_email"],
+    url=cfg["git_url"],
+    license=lic_name,
+    keywords=cfg["keywords"].split(),
+    classifiers=[
+        f"Development Status :: {statuses[int(cfg['status']) - 1]}",
+        f"Intended Audience :: {cfg['audience'].title()}",
+        f"License :: {lic_classifier}",
+        f"Natural Language :: {cfg['language'].title()}",
+        "Programming Language :: Python :: 3",
+        f"Programming Language :: Python :: {min_python}",
+    ],
+    packages=setuptools.find_packages(include=[cfg["lib_name"], cfg["lib_name"] + ".*"]),
+    include_package_data=True,
+    python_requires=f">={min_python}",
+    install_requires=requirements,
+    extras_require={"dev": dev_requirements},
+    zip_safe=False,
+    entry_points={"nbdev": [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
+)
