@@ -5,20 +5,10 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from treepe_nb.stack import TreePositionalEncoding, apply, down, path_map, stack_encode, up
+from strategies import random_trees
 from treepe_nb.trees import Tree, batch_positions
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-
-
-@st.composite
-def random_trees(draw, max_nodes=40, max_branching=3):
-    "A random tree with at most `max_branching` children per node, from a random parent array."
-    n_nodes = draw(st.integers(1, max_nodes))
-    parents, kids = [-1], [0]
-    for v in range(1, n_nodes):
-        free = [u for u in range(v) if kids[u] < max_branching]
-        p = draw(st.sampled_from(free)); parents.append(p); kids.append(0); kids[p] += 1
-    return Tree.from_parents(list(range(n_nodes)), parents)
 
 
 def by_maps(path, n, k):

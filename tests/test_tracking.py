@@ -5,20 +5,10 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from treepe_nb.tracking import ArityVocab, TreeTracker
+from strategies import random_trees
 from treepe_nb.trees import Tree, batch_positions
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-
-
-@st.composite
-def random_trees(draw, max_nodes=30, max_branching=3):
-    "A random tree from a random parent array, labels from a small alphabet (so labels recur with several arities)."
-    n_nodes = draw(st.integers(1, max_nodes))
-    parents, kids = [-1], [0]
-    for v in range(1, n_nodes):
-        free = [u for u in range(v) if kids[u] < max_branching]
-        p = draw(st.sampled_from(free)); parents.append(p); kids.append(0); kids[p] += 1
-    return Tree.from_parents([draw(st.sampled_from("abc")) for _ in range(n_nodes)], parents)
 
 
 def padded_ids(vocab, trees, order):
@@ -28,7 +18,7 @@ def padded_ids(vocab, trees, order):
 
 
 @settings(max_examples=40, deadline=None)
-@given(trees=st.lists(random_trees(), min_size=1, max_size=5), binarize=st.booleans(),
+@given(trees=st.lists(random_trees(max_nodes=30, labels="abc"), min_size=1, max_size=5), binarize=st.booleans(),
        order=st.sampled_from(["dfs", "bfs"]), backend=st.sampled_from(["numpy", "torch"]))
 def test_teacher_forcing_reproduces_positions_and_decoding_inverts_encoding(trees, binarize, order, backend):
     if binarize: trees = [t.lcrs() for t in trees]
