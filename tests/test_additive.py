@@ -1,0 +1,250 @@
+"""Property tests of `treepe_nb.additive`: the YAML linearisation against `yaml.safe_load` on random documents
+(hypothesis), deep nesting, refused input, and the additive encoding against its tables."""
+import functools
+import operator
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from hypothesis import given, settings, strategies as st
+
+from treepe_nb.additive import (AdditiveTreePE, NodeKind, YamlVocab, tree_coordinates, yaml_documents, yaml_nodes)
+from treepe_nb.trees import Tree, batch_positions
+
+DATA = Path(__file__).resolve().parents[1] / "nbs" / "data" / "k8s"
+KEYS = (NodeKind.KEY, NodeKind.LIST_KEY)
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+# Random JSON-like documents: string keys (including ones that need quoting in a path), plain scalars.
+keys = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=8)
+scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, width=32) | \
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=10)
+documents = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
+                         max_leaves=25)
+
+
+def walk(doc):
+    "Expected (kind, depth, sibling, steps) of every token of a plain document, by the rules, recursively (small docs)."
+    out = []
+    def visit(v, steps, depth, sibling, role):
+        if isinstance(v, (dict, list)) and v:
+            below = 0 if role == "root" else depth if role == "item" else depth + 1
+            if isinstance(v, dict):
+                for j, (k, x) in enumerate(v.items()):
+                    out.append((NodeKind.LIST_KEY if role == "item" else NodeKind.KEY, below, j, steps + (k,)))
+                    visit(x, steps + (k,), below, j, "value")
+            else:
+                for i, x in enumerate(v): visit(x, steps + (i,), below, i, "item")
+        else: out.append((NodeKind.LIST_VALUE if role == "item" else NodeKind.VALUE, depth, sibling, steps))
+    if doc is not None: visit(doc, (), 0, 0, "root")
+    return out
+
+
+def reach(doc, steps): return functools.reduce(operator.getitem, steps, doc)
+
+
+@settings(max_examples=150, deadline=None)
+@given(doc=documents, flow=st.booleans())
+def test_nodes_follow_the_rules_and_lead_back_to_the_values(doc, flow):
+    text = yaml.safe_dump(doc, default_flow_style=flow, allow_unicode=True, sort_keys=False)
+    loaded = yaml.safe_load(text)
+    nodes = yaml_nodes(text)
+    expected = walk(loaded)
+    if loaded is None and text.strip() not in ("", "..."):                # `null` written out is one VALUE token
+        expected = [(NodeKind.VALUE, 0, 0, ())]
+    assert [(n.kind, n.depth, n.sibling, n.steps) for n in nodes] == expected
+    for n in nodes:
+        if n.kind in KEYS:
+            assert n.steps[-1] == n.value and n.value in reach(loaded, n.steps[:-1])
+        else:
+            assert reach(loaded, n.steps) == n.value
+        assert n.doc == 0 and n.line >= 1 and n.column >= 1
+    # the path text names the steps: keys in order, indices as [i]
+    for n in nodes:
+        assert n.path.count("[") >= sum(isinstance(s, int) for s in n.steps)
+
+
+@settings(max_examples=40, deadline=None)
+@given(docs=st.lists(documents, min_size=1, max_size=4))
+def test_streams_keep_document_indices(docs):
+    text = yaml.safe_dump_all(docs, allow_unicode=True, sort_keys=False, explicit_start=True)
+    loaded = list(yaml.safe_load_all(text))
+    grouped = yaml_documents(text)
+    assert len(grouped) == len(loaded)
+    for i, nodes in enumerate(grouped):
+        assert all(n.doc == i for n in nodes)
+        for n in nodes:
+            if n.kind not in KEYS: assert reach(loaded[i], n.steps) == n.value
+    assert [(n.token, n.doc, n.path) for d in grouped for n in d] == [(n.token, n.doc, n.path) for n in yaml_nodes(text)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(doc=documents)
+def test_flow_and_block_styles_give_the_same_tokens(doc):
+    a = yaml_nodes(yaml.safe_dump(doc, default_flow_style=True, sort_keys=False))
+    b = yaml_nodes(yaml.safe_dump(doc, default_flow_style=False, sort_keys=False))
+    assert [(n.token, n.kind, n.depth, n.sibling, n.path) for n in a] == \
+           [(n.token, n.kind, n.depth, n.sibling, n.path) for n in b]
+
+
+def test_5000_levels_do_not_recurse():
+    nested_maps = "{k: " * 5000 + "leaf" + "}" * 5000
+    block_maps = "".join("  " * i + "k:\n" for i in range(5000)) + "  " * 5000 + "leaf\n"
+    for text in (nested_maps, block_maps):
+        with pytest.raises(RecursionError): yaml.safe_load(text)       # PyYAML's own composer cannot
+        nodes = yaml_nodes(text)
+        assert len(nodes) == 5001 and nodes[-1].depth == 4999 and nodes[-1].kind == NodeKind.VALUE
+        assert nodes[-1].steps == ("k",) * 5000 and nodes[-1].path == ".".join(["k"] * 5000)
+        assert [n.depth for n in nodes[:-1]] == list(range(5000))
+    nested_lists = "- " * 5000 + "leaf\n"
+    leaf, = yaml_nodes(nested_lists)
+    assert (leaf.kind, leaf.depth, leaf.steps) == (NodeKind.LIST_VALUE, 0, (0,) * 5000)
+    mixed = "{k: [" * 2500 + "leaf" + "]}" * 2500
+    nodes = yaml_nodes(mixed)
+    assert nodes[-1].depth == 2500 and len(nodes[-1].steps) == 5000
+
+
+@pytest.mark.parametrize("text, message", [
+    ("!!python/object/apply:os.system [echo hi]", "would construct an object"),
+    ("a: !!python/object:collections.OrderedDict {}", "would construct an object"),
+    ("a: !!python/name:os.system ''", "not a safe YAML type"),
+    ("a: !!omap [x: 1]", "!!omap"),
+    ("a: 1\n  b: 2", "invalid YAML at line 2"),
+    ("a: 'open", "invalid YAML at line 1"),
+    ("a: 1\na: 2", "duplicate key 'a' at line 2, column 1"),
+    ("{? {x: 1} : y}", "a mapping used as a key"),
+    ("b: *a", "undefined alias *a"),
+    ("a: &r {b: *r}", "makes the document recursive"),
+    ("a: &r {<<: *r}", "merges a mapping that contains it"),
+    ("a: {<<: [1, 2]}", "needs a mapping or a list of mappings"),
+])
+def test_refused_input_names_what_and_where(text, message):
+    with pytest.raises(ValueError) as e: yaml_nodes(text)
+    assert message in str(e.value)
+
+
+def test_aliases_merge_keys_and_non_string_keys_match_safe_load():
+    text = ("base: &b {x: 1, y: [1, 2]}\nother: &o {y: 0, z: 3}\n"
+            "m: {<<: [*b, *o], w: 4, x: 9}\nalias: *b\n"
+            "keys: {1: a, 2.5: b, null: c, false: d, 2020-01-02: e, '=': f}\n")
+    loaded, nodes = yaml.safe_load(text), yaml_nodes(text)
+    for n in nodes:
+        if n.kind in KEYS: assert n.value in reach(loaded, n.steps[:-1]) and n.steps[-1] == n.value
+        else: assert reach(loaded, n.steps) == n.value
+    assert [n.token for n in nodes if n.kind == NodeKind.KEY and n.depth == 1 and n.steps[0] == "m"] == list(loaded["m"])
+    assert [n.path for n in nodes if n.steps[:1] == ("keys",) and n.depth == 1 and n.kind == NodeKind.KEY] == \
+        ["keys[!!int 1]", "keys[!!float 2.5]", "keys[!!null null]", "keys[!!bool false]", "keys[!!timestamp 2020-01-02]", 'keys["="]']
+    laughs = "a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n"
+    assert len(yaml_nodes(laughs)) == 3 + 4 + 16 + 64
+    with pytest.raises(ValueError, match="more than max_nodes=50"): yaml_nodes(laughs, max_nodes=50)
+
+
+def test_empty_documents_keep_their_place():
+    text = "---\n---\n# just a comment\n--- ''\n--- a\n--- {}\n--- []\n"
+    grouped = yaml_documents(text)
+    assert len(grouped) == len(list(yaml.safe_load_all(text))) == 6
+    assert [[(n.token, n.kind) for n in d] for d in grouped] == \
+        [[], [], [("", NodeKind.VALUE)], [("a", NodeKind.VALUE)], [("{}", NodeKind.VALUE)], [("[]", NodeKind.VALUE)]]
+    assert yaml_nodes("") == [] and yaml_documents("# nothing\n") == []
+
+
+def test_real_manifests_round_trip():
+    files = sorted(DATA.rglob("*.y*ml"))
+    assert len(files) >= 4, f"the manifests are missing from {DATA}"
+    for f in files:
+        text = f.read_text()
+        loaded = list(yaml.safe_load_all(text))
+        for n in yaml_nodes(text):
+            if n.kind in KEYS: assert n.value in reach(loaded[n.doc], n.steps[:-1])
+            else: assert reach(loaded[n.doc], n.steps) == n.value
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), seed=st.integers(0, 2**31 - 1),
+       max_depth=st.integers(1, 12), max_sibling=st.integers(1, 12), num_types=st.integers(1, 5))
+def test_encoding_is_the_sum_of_three_rows(shape, seed, max_depth, max_sibling, num_types):
+    g = torch.Generator().manual_seed(seed)
+    pe = AdditiveTreePE(8, max_depth, max_sibling, num_types).double()
+    depth = torch.randint(-1, max_depth, shape, generator=g)
+    sibling = torch.randint(0, max_sibling, shape, generator=g)
+    kind = torch.randint(0, num_types, shape, generator=g)
+    with torch.no_grad():
+        out = pe(depth, sibling, kind)
+        want = pe.depth_emb.weight[depth.clamp(min=0)] + pe.sibling_emb.weight[sibling] + pe.type_emb.weight[kind]
+        want[depth < 0] = 0
+    torch.testing.assert_close(out, want, rtol=0, atol=0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(depth=st.integers(0, 40), sibling=st.integers(0, 40))
+def test_overflow_policies(depth, sibling):
+    raising, clamping = AdditiveTreePE(4, 10, 8), AdditiveTreePE(4, 10, 8, overflow="clamp")
+    clamping.load_state_dict(raising.state_dict())
+    d, s, k = torch.tensor([depth]), torch.tensor([sibling]), torch.tensor([1])
+    with torch.no_grad():
+        inside = clamping(d.clamp(max=9), s.clamp(max=7), k)
+        torch.testing.assert_close(clamping(d, s, k), inside)
+        if depth < 10 and sibling < 8: torch.testing.assert_close(raising(d, s, k), inside)
+        else:
+            what = f"depth {depth} at index (0,)" if depth >= 10 else f"sibling index {sibling} at index (0,)"
+            with pytest.raises(ValueError, match=r"overflow='clamp'") as e: raising(d, s, k)
+            assert what in str(e.value)
+
+
+def test_module_checks_and_sinusoidal_init():
+    with pytest.raises(ValueError, match="overflow must be"): AdditiveTreePE(8, 4, 4, overflow="wrap")
+    with pytest.raises(ValueError, match="depth_init must be"): AdditiveTreePE(8, 4, 4, depth_init="zeros")
+    with pytest.raises(ValueError, match="max_sibling must be >= 1"): AdditiveTreePE(8, 4, 0)
+    pe = AdditiveTreePE(16, 6, 4, depth_init="sinusoidal", init_std=0.5)
+    from treepe_nb.sequence import sinusoidal
+    torch.testing.assert_close(pe.depth_emb.weight.detach(), sinusoidal(6, 16) * 2 ** 0.5 * 0.5)
+    assert pe.depth_emb.weight.requires_grad                            # a starting point, still trained
+    with pytest.raises(ValueError, match="node type 4"): pe(torch.tensor([0]), torch.tensor([0]), torch.tensor([4]))
+    with pytest.raises(ValueError, match="depth -3"): pe(torch.tensor([-3]), torch.tensor([0]), torch.tensor([0]))
+
+
+def test_vocabulary_round_trip_and_unknown_tokens():
+    nodes = yaml_nodes("a: x\nb: [x, y]\nc: {a: z}\n")
+    vocab = YamlVocab.build(nodes)
+    assert vocab.keys == ["a", "b", "c"] and vocab.values == ["x", "y", "z"]      # by count, then by token
+    enc = vocab.encode(nodes)
+    assert vocab.decode(enc.tokens) == [n.token for n in nodes]
+    assert enc.kind.tolist() == [int(n.kind) for n in nodes] and enc.depth.tolist() == [n.depth for n in nodes]
+    other = yaml_nodes("a: q\nd: x\n")
+    assert vocab.encode(other).tokens.tolist() == [vocab.key_ids["a"], vocab.UNK_VALUE, vocab.UNK_KEY, vocab.value_ids["x"]]
+    with pytest.raises(ValueError, match=r"node 1 \(VALUE at a, line 1\) has the value token 'q'"):
+        vocab.encode(other, unknown="raise")
+    assert YamlVocab.build(nodes, min_count=2).values == ["x"]
+    batch = vocab.encode_batch([nodes, other])
+    assert batch.tokens.shape == (2, len(nodes)) and not batch.mask[1, len(other):].any()
+    assert (batch.tokens[1, len(other):] == vocab.PAD).all()
+    with pytest.raises(ValueError, match="more than once"): YamlVocab(["a", "a"], [])
+
+
+def test_tree_coordinates_on_any_tree():
+    trees = [Tree.from_sexpr("(a (b c d) (e f (g h)))"), Tree.from_sexpr("(x y)")]
+    depth, sibling = tree_coordinates(batch_positions(trees))
+    t = trees[0]
+    assert depth[0].tolist() == t.depth.tolist()
+    assert sibling[0].tolist() == [0] + t.slot[1:].tolist()
+    assert depth[1].tolist()[2:] == [-1] * (len(t) - 2)
+    out = AdditiveTreePE(8, 4, 4, num_types=1)(depth, sibling, torch.zeros_like(depth))
+    assert out.shape == (2, len(t), 8) and (out[1, 2:] == 0).all()
+
+
+@cuda
+def test_runs_on_cuda():
+    dev = torch.device("cuda")
+    pe = AdditiveTreePE(32, 8, 8).to(dev)
+    inp = YamlVocab.build(yaml_nodes("a: [1, 2]\nb: {c: d}\n")).encode(yaml_nodes("a: [1, 2]\nb: {c: d}\n")).to(dev)
+    out = pe(inp.depth, inp.sibling, inp.kind)
+    assert out.device.type == "cuda"
+    torch.testing.assert_close(out.cpu(), pe.cpu()(inp.depth.cpu(), inp.sibling.cpu(), inp.kind.cpu()))
+
+
+def test_compiles_as_one_graph():
+    pe = AdditiveTreePE(16, 8, 8, overflow="clamp")
+    args = (torch.tensor([[0, 3, 9, -1]]), torch.tensor([[0, 1, 12, 0]]), torch.tensor([[0, 1, 3, 0]]))
+    compiled = torch.compile(pe, fullgraph=True, backend="aot_eager")     # the checks are skipped while compiling
+    torch.testing.assert_close(compiled(*args), pe(*args))
