@@ -144,8 +144,12 @@ def page(browser, site):
 def _open(pg, url):
     response = pg.goto(url, wait_until="load")
     assert response is not None and response.ok, f"{url} did not load: {response and response.status}"
-    pg.wait_for_function("() => !document.querySelector('.math') || (window.MathJax && MathJax.startup"
-                         " && MathJax.startup.promise)")
+    from playwright.sync_api import TimeoutError
+    try:
+        pg.wait_for_function("() => !document.querySelector('.math') || (window.MathJax && MathJax.startup"
+                             " && MathJax.startup.promise)", timeout=10_000)
+    except TimeoutError:
+        pytest.fail(f"{url} has math but MathJax did not start (failed requests: {pg.errors})")
     pg.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
 
 
@@ -187,7 +191,8 @@ def test_page(page, site, nb_path):
 
 def test_search_finds_lcrs(page, site):
     _open(page, site + "search.html?q=LCRS")
-    page.wait_for_selector("#search-results ul.search li")
+    page.wait_for_function("""() => document.querySelector('#search-results ul.search li')
+        || /did not match/.test(document.querySelector('#search-results')?.textContent || '')""")
     hits = page.evaluate("() => Array.from(document.querySelectorAll('#search-results ul.search li a'))"
                          ".map(a => a.getAttribute('href'))")
     assert hits, 'searching for "LCRS" found nothing'

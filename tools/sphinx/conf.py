@@ -37,6 +37,7 @@ html_theme_options = {
     "use_repository_button": True,
     "home_page_in_toc": True,
     "show_toc_level": 2,
+    "navbar_persistent": [],
 }
 html_static_path = ["_static"]
 html_css_files = ["showdoc.css"]
