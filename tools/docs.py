@@ -21,7 +21,9 @@ by its first `# Heading`. A notebook added to `nbs/` appears in the sidebar with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import os
 import re
 import shutil
 import sys
@@ -154,12 +156,22 @@ def _show_docs(nb):
                 out.data["text/markdown"] = _re_fence.sub(lambda m: _re_md_link.sub(r"\1", m.group(0)), md)
 
 
+@contextlib.contextmanager
+def _cwd(path: Path):
+    "nbdev finds settings.ini from the working directory: work in the notebook's project."
+    old = Path.cwd()
+    os.chdir(path)
+    try: yield
+    finally: os.chdir(old)
+
+
 def process(nb_path: Path):
     "A notebook as the docs show it: nbdev-processed, Quarto options as tags, widgets static, title on top."
     from execnb.nbio import read_nb
     from nbdev.process import NBProcessor
+    nb_path = Path(nb_path).resolve()
     nb = read_nb(nb_path)
-    NBProcessor(nb=nb, procs=_procs(), process=True)
+    with _cwd(nb_path.parent): NBProcessor(nb=nb, procs=_procs(), process=True)
     _title_cell(nb)
     for cell in nb.cells: _quarto_options_to_tags(cell)
     static_widgets(nb)
@@ -237,8 +249,8 @@ def _localize_links(out: Path, root: Path = ROOT):
         if published in html: page.write_text(html.replace(published, 'href="'), encoding="utf-8")
 
 
-def build_site(out: Path | None = None, root: Path = ROOT, quiet: bool = True) -> Path:
-    "Build the whole site into `out` (default `_docs/`) and return its path."
+def build_site(out: Path | None = None, root: Path = ROOT, quiet: bool = True, strict: bool = False) -> Path:
+    "Build the whole site into `out` (default `_docs/`) and return its path; `strict`: Sphinx warnings are errors."
     from sphinx.cmd.build import build_main
     out = Path(out) if out else root / settings(root)["doc_path"]
     work = root / "build" / "docs"
@@ -246,7 +258,9 @@ def build_site(out: Path | None = None, root: Path = ROOT, quiet: bool = True) -
     html = work / "html"  # MyST-NB writes images beside Sphinx's output folder, so build in build/ and copy
     args = ["-b", "html", "-c", str(SPHINX_CONF), "-d", str(work / "doctrees"), "-E", "--keep-going"]
     if quiet: args.append("-q")
-    if build_main(args + [str(work / "src"), str(html)]) != 0: raise RuntimeError("Sphinx failed (see above)")
+    if strict: args.append("-W")
+    if build_main(args + [str(work / "src"), str(html)]) != 0:
+        raise RuntimeError("Sphinx failed" + (" or warned" if strict else "") + " (its messages are above)")
     if out.exists(): shutil.rmtree(out)
     shutil.copytree(html, out, ignore=shutil.ignore_patterns(".doctrees", ".buildinfo"))
     shutil.copytree(_mathjax_dir(), out / "_static" / "mathjax", ignore=shutil.ignore_patterns("sre", "*svg*"))
@@ -262,6 +276,7 @@ def main(argv=None):
                          "check: fail if README.md is out of date")
     ap.add_argument("--out", type=Path, help="folder for the site (default: doc_path in settings.ini, _docs)")
     ap.add_argument("--verbose", action="store_true", help="show Sphinx's progress")
+    ap.add_argument("--strict", action="store_true", help="fail on Sphinx warnings (as tests/test_docs.py does)")
     a = ap.parse_args(argv)
     if a.what == "check":
         if (ROOT / "README.md").read_text(encoding="utf-8") != render_readme():
@@ -271,9 +286,9 @@ def main(argv=None):
     print("README.md", "rewritten from nbs/index.ipynb" if write_readme() else "already matches nbs/index.ipynb")
     if a.what == "readme": return
     t0 = time.perf_counter()
-    out = build_site(a.out, quiet=not a.verbose)
+    out = build_site(a.out, quiet=not a.verbose, strict=a.strict)
     print(f"site built in {time.perf_counter() - t0:.1f} s: {out}/index.html "
-          f"(serve it with `python -m http.server -d {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}`)")
+          f"(serve it with `python -m http.server -d {os.path.relpath(out)}`)")
 
 
 if __name__ == "__main__":
