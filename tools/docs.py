@@ -288,7 +288,12 @@ def main(argv=None):
     t0 = time.perf_counter()
     out = build_site(a.out, quiet=not a.verbose, strict=a.strict)
     print(f"site built in {time.perf_counter() - t0:.1f} s: {out}/index.html "
-          f"(serve it with `python -m http.server -d {os.path.relpath(out)}`)")
+          f"(serve it with `python -m http.server -d {_shown(out)}`)")
+
+
+def _shown(path: Path) -> str:
+    rel = os.path.relpath(path)
+    return str(path) if rel.startswith("..") else rel
 
 
 if __name__ == "__main__":
