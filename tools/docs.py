@@ -262,7 +262,7 @@ def build_site(out: Path | None = None, root: Path = ROOT, quiet: bool = True, s
     if build_main(args + [str(work / "src"), str(html)]) != 0:
         raise RuntimeError("Sphinx failed" + (" or warned" if strict else "") + " (its messages are above)")
     if out.exists(): shutil.rmtree(out)
-    shutil.copytree(html, out, ignore=shutil.ignore_patterns(".doctrees", ".buildinfo"))
+    shutil.copytree(html, out, ignore=shutil.ignore_patterns(".doctrees", ".buildinfo", "_sources"))
     shutil.copytree(_mathjax_dir(), out / "_static" / "mathjax", ignore=shutil.ignore_patterns("sre", "*svg*"))
     _localize_links(out, root)
     (out / ".nojekyll").touch()
