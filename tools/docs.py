@@ -256,6 +256,7 @@ def build_site(out: Path | None = None, root: Path = ROOT, quiet: bool = True, s
     work = root / "build" / "docs"
     stage(work / "src", root)
     html = work / "html"  # MyST-NB writes images beside Sphinx's output folder, so build in build/ and copy
+    if html.exists(): shutil.rmtree(html)  # Sphinx keeps the pages of notebooks that are gone
     args = ["-b", "html", "-c", str(SPHINX_CONF), "-d", str(work / "doctrees"), "-E", "--keep-going"]
     if quiet: args.append("-q")
     if strict: args.append("-W")
