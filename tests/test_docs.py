@@ -192,6 +192,11 @@ def test_page(page, site, nb_path):
     assert len(images) >= stored, f"{len(images)} images on the page, {stored} image outputs in {nb_path.name}"
 
 
+def test_site_has_one_page_per_notebook(site):
+    pages = {p.stem for p in (ROOT / docs.settings()["doc_path"]).glob("*.html")}
+    assert pages == set(PAGES) | {"search", "genindex"}, "pages that match no notebook, or notebooks with no page"
+
+
 def test_search_finds_lcrs(page, site):
     _open(page, site + "search.html?q=LCRS")
     page.wait_for_function("""() => document.querySelector('#search-results ul.search li')
