@@ -1,0 +1,301 @@
+"""Build the documentation site and README.md from the notebooks, offline (no Quarto, no kernel, no network).
+
+    python tools/docs.py            # README.md, then the whole site in _docs/
+    python tools/docs.py readme     # README.md only
+    python tools/docs.py check      # exit 1 if README.md is not what nbs/index.ipynb renders to
+
+The pipeline:
+1. nbdev's own notebook processors (the ones `nbdev_docs` runs before Quarto): front matter from the first
+   `# Title` / `> description` cell, `#| hide` and `#| export` cells removed, `show_doc` input hidden,
+   backticked names linked. The two processors that *execute* code (`add_show_docs`, `exec_show_docs`) are left
+   out: pages use the outputs stored in the notebooks, so the API reference is the stored `show_doc` output.
+2. Quarto cell options that nbdev leaves for Quarto (`#| echo: false`, `#| code-fold: ...`) become MyST-NB cell
+   tags; ipywidgets outputs become their stored static output plus a note that they are live in JupyterLab.
+3. Sphinx with MyST-NB and sphinx-book-theme renders the processed notebooks (never executing them) into `_docs/`,
+   with MathJax copied from the `django-static-mathjax` wheel so no page loads anything from another host.
+README.md is step 1 on `nbs/index.ipynb`, written as Markdown by nbconvert.
+
+The pages follow the notebooks in `nbs/`: index first, then every other notebook sorted by file name, each titled
+by its first `# Heading`. A notebook added to `nbs/` appears in the sidebar with no list to edit.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import os
+import re
+import shutil
+import sys
+import time
+from configparser import ConfigParser
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SPHINX_CONF = Path(__file__).resolve().parent / "sphinx"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def settings(root: Path = ROOT) -> dict:
+    "The `[DEFAULT]` section of settings.ini (nbdev 2's single source of metadata)."
+    cfg = ConfigParser(delimiters=["="])
+    cfg.read(root / "settings.ini", encoding="utf-8")
+    return dict(cfg["DEFAULT"])
+
+
+def notebooks(root: Path = ROOT) -> list[Path]:
+    "The notebooks that become pages: `index` first, then the rest sorted by file name (nbdev skips `_*` and `.*`)."
+    nbs = root / settings(root)["nbs_path"]
+    found = sorted(p for p in nbs.rglob("*.ipynb")
+                   if not any(part.startswith(("_", ".")) for part in p.relative_to(nbs).parts))
+    nested = [str(p.relative_to(nbs)) for p in found if p.parent != nbs]
+    if nested: raise ValueError(f"notebooks in subfolders of {nbs} are not supported by the docs build: {nested}")
+    return sorted(found, key=lambda p: p.stem != "index")
+
+
+def page_name(nb_path: Path) -> str:
+    "The page's file stem, as `nbdev_docs` names it: `02_stack.ipynb` -> `stack` (so URLs match the Quarto site)."
+    return re.sub(r"^\d+[a-zA-Z0-9]*_", "", nb_path.stem.lower())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. nbdev's processing, without the processors that execute code
+
+def _procs():
+    from nbdev.processors import FilterDefaults, add_show_docs, exec_show_docs, insert_warning
+
+    class StoredOutputs(FilterDefaults):
+        "nbdev's default processors, minus those that run code or add text meant for Quarto sources."
+        def base_procs(self):
+            return [p for p in super().base_procs() if p not in (add_show_docs, exec_show_docs, insert_warning)]
+
+    return StoredOutputs().procs()
+
+
+_re_quarto_opt = re.compile(r"^#\|\s*([\w-]+)\s*:\s*(.*?)\s*$")
+_quarto_tags = {("echo", "false"): "remove-input", ("output", "false"): "remove-output",
+                ("include", "false"): "remove-cell", ("code-fold", "true"): "hide-input",
+                ("code-fold", "show"): "hide-input"}
+
+
+def _quarto_options_to_tags(cell):
+    "Turn the Quarto `#| key: value` lines nbdev leaves at the top of a code cell into MyST-NB tags."
+    if cell.cell_type != "code": return
+    lines = cell.source.splitlines(keepends=True)
+    opts = []
+    while lines and _re_quarto_opt.match(lines[0]):
+        opts.append(_re_quarto_opt.match(lines.pop(0)).groups())
+    cell.source = "".join(lines)
+    tags = [_quarto_tags[(k, v.strip("\"'").lower())] for k, v in opts if (k, v.strip("\"'").lower()) in _quarto_tags]
+    if tags: cell.setdefault("metadata", {})["tags"] = sorted(set(cell.metadata.get("tags", [])) | set(tags))
+
+
+def _widget_outputs(state: dict, model_id: str) -> tuple[list, list]:
+    "The outputs stored in a widget's `Output` descendants, and `description = value` of its controls."
+    outputs, controls, todo = [], [], [model_id]
+    while todo:
+        model = state.get(todo.pop(0), {}).get("state", {})
+        outputs += model.get("outputs", [])
+        if model.get("description") and "value" in model:
+            controls.append(f"{model['description']} = {model['value']}")
+        todo += [c.removeprefix("IPY_MODEL_") for c in model.get("children", [])]
+    return outputs, controls
+
+
+def static_widgets(nb):
+    "Replace every ipywidgets view by its stored static output, after a note that the widget is live in JupyterLab."
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for cell in nb.cells:
+        new = []
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(WIDGET_VIEW)
+            if view is None:
+                new.append(out)
+                continue
+            stored, controls = _widget_outputs(state, view["model_id"])
+            at = f" Shown here as stored, at {', '.join(controls)}." if controls else ""
+            if not stored: at = " Its output is not stored in the notebook; run it in JupyterLab to see it."
+            note = f"*Interactive widget: it is live when you run this notebook in JupyterLab.{at}*"
+            new.append({"output_type": "display_data", "metadata": {},
+                        "data": {"text/markdown": note, "text/plain": note}})
+            new += copy.deepcopy(stored)
+        if "outputs" in cell: cell.outputs = new
+    nb.metadata.pop("widgets", None)  # the widget state would make MyST-NB add widget scripts from a CDN
+
+
+def _title_cell(nb):
+    "Put the title and description (front matter, taken from the first `# Heading` cell) back as Markdown."
+    from execnb.nbio import mk_cell
+    from nbdev.frontmatter import _fm2dict
+    first = nb.cells[0] if nb.cells else None
+    fm = _fm2dict(first.source) if first is not None and first.cell_type == "raw" else {}
+    if not fm.get("title"): raise ValueError(f"{nb.path_}: the first cell must be a '# Title' Markdown cell")
+    nb.cells[0] = mk_cell(f"# {fm['title']}" + (f"\n\n> {fm['description']}" if fm.get("description") else ""),
+                          "markdown")
+
+
+_re_fence = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+_re_md_link = re.compile(r"\[(`[^`\]]+`)\]\([^)\s]+\)")
+
+
+def _show_docs(nb):
+    """Check every `show_doc` cell has a stored output (the API reference is rendered from it); drop the `---` rule
+    nbdev starts it with (docutils cannot put a rule inside an output) and the Markdown links nbdev's `add_links`
+    writes into the signature's code block, where they would show as raw `[name](url)` text."""
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not re.match(r"\s*show_doc\(", cell.source): continue
+        if not cell.get("outputs"):
+            raise ValueError(f"{nb.path_}: `{cell.source.strip()}` has no stored output; "
+                             f"execute the notebook and commit it with its outputs")
+        for out in cell.outputs:
+            md = out.get("data", {}).get("text/markdown")
+            if md is not None:
+                md = "".join(md) if isinstance(md, list) else md
+                md = re.sub(r"\A\s*---\s*\n", "", md)
+                out.data["text/markdown"] = _re_fence.sub(lambda m: _re_md_link.sub(r"\1", m.group(0)), md)
+
+
+@contextlib.contextmanager
+def _cwd(path: Path):
+    "nbdev finds settings.ini from the working directory: work in the notebook's project."
+    old = Path.cwd()
+    os.chdir(path)
+    try: yield
+    finally: os.chdir(old)
+
+
+def process(nb_path: Path):
+    "A notebook as the docs show it: nbdev-processed, Quarto options as tags, widgets static, title on top."
+    from execnb.nbio import read_nb
+    from nbdev.process import NBProcessor
+    nb_path = Path(nb_path).resolve()
+    nb = read_nb(nb_path)
+    with _cwd(nb_path.parent): NBProcessor(nb=nb, procs=_procs(), process=True)
+    _title_cell(nb)
+    for cell in nb.cells: _quarto_options_to_tags(cell)
+    static_widgets(nb)
+    _show_docs(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code": cell.metadata.pop("language", None)
+    nb.metadata.setdefault("language_info", {"name": "python"})
+    return nb
+
+
+def _to_nbformat(nb):
+    "An execnb notebook as an nbformat node (what nbconvert reads)."
+    import nbformat
+    from execnb.nbio import nb2str
+    return nbformat.reads(nb2str(nb), as_version=4)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. README.md
+
+def render_readme(root: Path = ROOT) -> str:
+    "README.md's text: `nbs/index.ipynb`, processed as for the site, written as Markdown by nbconvert."
+    from nbconvert import MarkdownExporter
+    index = notebooks(root)[0]
+    if index.stem != "index": raise FileNotFoundError(f"no index.ipynb in {index.parent}")
+    body, _ = MarkdownExporter().from_notebook_node(_to_nbformat(process(index)))
+    body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
+    return body
+
+
+def write_readme(root: Path = ROOT) -> bool:
+    "Write README.md from nbs/index.ipynb; True if it changed."
+    text, readme = render_readme(root), root / "README.md"
+    if readme.exists() and readme.read_text(encoding="utf-8") == text: return False
+    readme.write_text(text, encoding="utf-8")
+    return True
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. The site
+
+def _toctree(pages: list[str]) -> str:
+    return "```{toctree}\n:hidden:\n:maxdepth: 1\n\n" + "\n".join(pages) + "\n```"
+
+
+def stage(src: Path, root: Path = ROOT) -> list[str]:
+    "Write the processed notebooks to `src` as Sphinx sources; the index gets a toctree of the other pages."
+    from execnb.nbio import mk_cell, write_nb
+    if src.exists(): shutil.rmtree(src)
+    src.mkdir(parents=True)
+    nbs = notebooks(root)
+    if not nbs or nbs[0].stem != "index": raise FileNotFoundError(f"no index.ipynb among {nbs}")
+    names = [page_name(p) for p in nbs]
+    clash = {n for n in names if names.count(n) > 1}
+    if clash: raise ValueError(f"notebooks {[p.name for p in nbs if page_name(p) in clash]} give the same page name")
+    for nb_path, name in zip(nbs, names):
+        nb = process(nb_path)
+        if name == "index": nb.cells.append(mk_cell(_toctree(names[1:]), "markdown"))
+        write_nb(nb, src / f"{name}.ipynb")
+    return names
+
+
+def _mathjax_dir() -> Path:
+    import mathjax  # the django-static-mathjax wheel: MathJax 3's files, with no Django dependency
+    return Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+
+
+def _localize_links(out: Path, root: Path = ROOT):
+    "nbdev links backticked names to the published site; point them at the same page of this local site instead."
+    cfg = settings(root)
+    base = cfg["doc_baseurl"].strip("/")
+    published = f'href="{cfg["doc_host"].rstrip("/")}/' + (f"{base}/" if base else "")
+    for page in out.glob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        if published in html: page.write_text(html.replace(published, 'href="'), encoding="utf-8")
+
+
+def build_site(out: Path | None = None, root: Path = ROOT, quiet: bool = True, strict: bool = False) -> Path:
+    "Build the whole site into `out` (default `_docs/`) and return its path; `strict`: Sphinx warnings are errors."
+    from sphinx.cmd.build import build_main
+    out = Path(out) if out else root / settings(root)["doc_path"]
+    work = root / "build" / "docs"
+    stage(work / "src", root)
+    html = work / "html"  # MyST-NB writes images beside Sphinx's output folder, so build in build/ and copy
+    if html.exists(): shutil.rmtree(html)  # Sphinx keeps the pages of notebooks that are gone
+    args = ["-b", "html", "-c", str(SPHINX_CONF), "-d", str(work / "doctrees"), "-E", "--keep-going"]
+    if quiet: args.append("-q")
+    if strict: args.append("-W")
+    if build_main(args + [str(work / "src"), str(html)]) != 0:
+        raise RuntimeError("Sphinx failed" + (" or warned" if strict else "") + " (its messages are above)")
+    if out.exists(): shutil.rmtree(out)
+    shutil.copytree(html, out, ignore=shutil.ignore_patterns(".doctrees", ".buildinfo", "_sources"))
+    shutil.copytree(_mathjax_dir(), out / "_static" / "mathjax", ignore=shutil.ignore_patterns("sre", "*svg*"))
+    _localize_links(out, root)
+    (out / ".nojekyll").touch()
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", nargs="?", choices=["site", "readme", "check"], default="site",
+                    help="site: README.md and the site in _docs/ (default); readme: README.md only; "
+                         "check: fail if README.md is out of date")
+    ap.add_argument("--out", type=Path, help="folder for the site (default: doc_path in settings.ini, _docs)")
+    ap.add_argument("--verbose", action="store_true", help="show Sphinx's progress")
+    ap.add_argument("--strict", action="store_true", help="fail on Sphinx warnings (as tests/test_docs.py does)")
+    a = ap.parse_args(argv)
+    if a.what == "check":
+        if (ROOT / "README.md").read_text(encoding="utf-8") != render_readme():
+            sys.exit("README.md is out of date with nbs/index.ipynb: run `python tools/docs.py readme`")
+        print("README.md matches nbs/index.ipynb")
+        return
+    print("README.md", "rewritten from nbs/index.ipynb" if write_readme() else "already matches nbs/index.ipynb")
+    if a.what == "readme": return
+    t0 = time.perf_counter()
+    out = build_site(a.out, quiet=not a.verbose, strict=a.strict)
+    print(f"site built in {time.perf_counter() - t0:.1f} s: {out}/index.html "
+          f"(serve it with `python -m http.server -d {_shown(out)}`)")
+
+
+def _shown(path: Path) -> str:
+    rel = os.path.relpath(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+if __name__ == "__main__":
+    main()
