@@ -112,6 +112,7 @@ class _Rows(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, src, zero, inv, inv_zero):
         ctx.save_for_backward(src, zero, inv, inv_zero)
+        if len(x) == 0: return x.new_zeros(len(src), *x.shape[1:])   # nothing to take: all rows are zero
         out = x.index_select(0, src)
         if zero is not None: out.index_fill_(0, zero, 0)
         return out
@@ -428,7 +429,7 @@ class TreeAPE(_Generators):
         G = self.generators()                                     # [branching, heads, d, d]: one matrix_exp
         H, d = self.heads, self.dim
         depth = positions.depth.reshape(-1)
-        paths = positions.paths.reshape(-1, positions.paths.shape[-1])
+        paths = positions.paths.reshape(len(depth), positions.paths.shape[-1])
         index = torch.where(depth == 0, 0, -1)                    # map 0 is the root's, the identity
         node = torch.zeros_like(depth)                            # each token's ancestor at the current level
         levels = [torch.eye(d, dtype=G.dtype, device=G.device).expand(1, H, d, d)]
@@ -474,8 +475,8 @@ class DirectSumMaps:
         sizes = [p.dim for p in self.parts]
         for x in xs:
             if x.shape[-1] != self.dim: raise ValueError(f"x must have dim={self.dim} in its last axis, got {tuple(x.shape)}")
-        out = [p.rotate(*(x[..., a:a + n] for x in xs))
-               for p, a, n in zip(self.parts, np.cumsum([0] + sizes[:-1]).tolist(), sizes)]
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        out = [p.rotate(*(x[..., a:a + n] for x in xs)) for p, a, n in zip(self.parts, starts, sizes)]
         if len(xs) == 1: return torch.cat(out, -1)
         return tuple(torch.cat(parts, -1) for parts in zip(*out))
 
