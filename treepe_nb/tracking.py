@@ -101,7 +101,7 @@ class _Backend:
         self.numpy = (backend or ("numpy" if self.device.type == "cpu" else "torch")) == "numpy"
         if self.numpy and self.device.type != "cpu": raise ValueError(f"the numpy backend runs on the CPU, not on {self.device}")
         lib = np if self.numpy else torch
-        self.where, self.int8, self.long = lib.where, lib.int8, lib.int64
+        self.where, self.stack, self.int8, self.long = lib.where, lib.stack, lib.int8, lib.int64
         self.bool = np.bool_ if self.numpy else torch.bool
 
     def full(self, shape, value, dtype):
@@ -111,7 +111,8 @@ class _Backend:
     def tensor(self, a) -> Tensor: return torch.from_numpy(a) if self.numpy else a       # shares memory, no copy
     def array(self, t):
         if not self.numpy: return torch.as_tensor(t, device=self.device)
-        return t if isinstance(t, np.ndarray) else t.cpu().numpy()
+        if isinstance(t, np.ndarray): return t
+        return t.numpy() if t.device.type == "cpu" else t.cpu().numpy()
 
 
 class TreeTracker:
@@ -138,13 +139,20 @@ class TreeTracker:
         # the slots a node does not have, C + 1 stays empty and is what finished rows read.
         self.capacity = C = (n - 1) * K + 1 if order == "dfs" else max_nodes
         self._pending = x.full((B, C + 2, K), -1, x.int8)                  # root paths of the waiting positions
-        self._pending_parent, self._pending_depth = x.full((B, C + 2), -1, x.long), x.full((B, C + 2), -1, x.long)
+        self._pending_meta = x.full((B, C + 2, 2), -1, x.long)             # (parent's step, depth) of each
         self._head, self._tail, self._emitted = (x.full((B,), 0, x.long) for _ in range(3))
-        self._path, self._depth = x.full((B, K), -1, x.int8), x.full((B,), 0, x.long)    # the next node: the root
-        self._parent = x.full((B,), -1, x.long)
         self._done, self._failed = x.full((B,), False, x.bool), x.full((B,), False, x.bool)
-        self._rows, self._columns = x.arange(B, x.long)[:, None], x.arange(K, x.long)[None, :]
-        self._slot_values, self._zero = x.arange(n, x.int8)[None, :], x.full((1,), 0, x.long)
+        self._rows, self._columns = x.arange(B, x.long), x.arange(K, x.long)[None, :]
+        self._slot_values, self._zero = x.arange(n, x.int8)[None, :, None], x.full((1,), 0, x.long)
+        self._room = x.full((B,), max_nodes - 1, x.long)                    # children the next node may still announce
+        self._set_next(x.full((B, K), -1, x.int8), x.full((B, 2), -1, x.long) + x.arange(2, x.long))  # the root
+
+    def _set_next(self, path, meta):
+        "Make `path` (with `meta` = (parent's step, depth)) the next node, and precompute what `step` needs of it."
+        self._path, self._parent, self._depth = path, meta[:, 0], meta[:, 1]
+        self._leaf_only = self._done | (self._depth >= self.max_depth)     # no children allowed here
+        self._at_depth = (self._columns == self._depth[:, None])[:, None, :]   # where a child writes its slot
+        self._child_meta = self._x.stack((self._emitted, self._depth + 1), -1)[:, None, :]
 
     @property
     def batch_size(self) -> int: return len(self._done)
@@ -180,36 +188,31 @@ class TreeTracker:
         B, n, K, C, x = self.batch_size, self.n, self.max_depth, self.capacity, self._x
         if tuple(child_slots.shape) != (B, n):
             raise ValueError(f"child_slots must have shape [batch_size={B}, n={n}], got {list(child_slots.shape)}")
-        has = x.array(child_slots) != 0
-        count = has.sum(-1)
-        bad = ((count > 0) & (self._done | (self._depth >= K))) | \
-              (~self._done & (self._emitted + self._open() + count > self.max_nodes))
+        has = x.array(child_slots)
+        if has.dtype != x.bool: has = has != 0
+        rank = has.cumsum(-1)                                                   # 1-based rank among the children
+        count = rank[:, -1]
+        bad = ((count > 0) & self._leaf_only) | (count > self._room)
         if self.errors == "raise":
             if bad.any(): self._raise(has, count, bad)
         else:
             self._failed = self._failed | bad
-            has, count = has & ~bad[:, None], count * ~bad
-        emitting = ~self._done & ~bad
+            has, count, rank = has & ~bad[:, None], count * ~bad, rank * ~bad[:, None]
         # push the children: this node's path with the child's slot written at this node's depth
-        at_depth = (self._columns == self._depth[:, None])[:, None, :]                  # [B, 1, K]
-        kids = x.where(at_depth, self._slot_values[:, :, None], self._path[:, None, :])  # [B, n, K]
-        rank = has.cumsum(-1) - 1
-        if self.order == "dfs": rank = count[:, None] - 1 - rank                # the smallest slot ends on top
-        dest = x.where(has, self._tail[:, None] + rank, C)
-        self._pending[self._rows, dest] = kids
-        self._pending_parent[self._rows, dest] = self._emitted[:, None]
-        self._pending_depth[self._rows, dest] = self._depth[:, None] + 1
-        self._tail = self._tail + count
-        self._emitted = self._emitted + emitting
-        # pop the next node: the top of the stack (dfs) or the head of the queue (bfs)
-        self._done = self._done | bad | (self._tail == self._head)
-        live = ~self._done
-        if self.order == "dfs": take, self._tail = self._tail - 1, self._tail - (live + self._zero)
-        else: take, self._head = self._head, self._head + live
-        take = x.where(live, take, C + 1)[:, None]                              # finished rows read padding
-        self._path = self._pending[self._rows, take][:, 0]
-        self._depth = self._pending_depth[self._rows, take][:, 0]
-        self._parent = self._pending_parent[self._rows, take][:, 0]
+        kids = x.where(self._at_depth, self._slot_values, self._path[:, None, :])    # [B, n, K]
+        top = self._tail + count
+        where_to = top[:, None] - rank if self.order == "dfs" else self._tail[:, None] - 1 + rank   # smallest slot
+        dest = x.where(has, where_to, C)                                        # on top of the stack / first in line
+        self._pending[self._rows[:, None], dest] = kids
+        self._pending_meta[self._rows[:, None], dest] = self._child_meta
+        self._room = self._room - count
+        self._emitted = self._emitted + ~(self._done | bad)
+        live = ~(self._done | bad | (top == self._head))
+        self._done = ~live
+        # pop the next node: the top of the stack (dfs) or the head of the queue (bfs); finished rows read padding
+        if self.order == "dfs": take, self._tail = x.where(live, top - 1, C + 1), top - (live + self._zero)
+        else: take, self._tail, self._head = x.where(live, self._head, C + 1), top, self._head + live
+        self._set_next(self._pending[self._rows, take], self._pending_meta[self._rows, take])
         return self.position
 
     def _raise(self, has, count, bad):
@@ -232,8 +235,7 @@ class TreeTracker:
         if vocab.n != self.n: raise ValueError(f"the vocabulary has n={vocab.n} but the tracker has n={self.n}")
         x = self._x
         ids, arity = x.arange(len(vocab), x.long)[None, :], x.array(vocab.arity)[None, :]
-        budget = (self.max_nodes - self._emitted - self._open())[:, None]      # children the next node may announce
-        ok = (ids >= len(vocab.specials)) & (arity <= budget) & ((arity == 0) | (self._depth[:, None] < self.max_depth))
+        ok = (ids >= len(vocab.specials)) & (arity <= self._room[:, None]) & ((arity == 0) | ~self._leaf_only[:, None])
         return x.tensor(x.where(self._done[:, None], (ids == vocab.pad) | (ids == vocab.end), ok))
 
 # %% ../nbs/03_tracking.ipynb #1116ca2d
