@@ -77,6 +77,9 @@ def stack_encode(positions:TreePositions, # root paths `[*batch, K]` and depths 
     paths, depth = positions.paths.reshape(-1, K), positions.depth.reshape(-1)
     checking = not torch.compiler.is_compiling()
     if checking:
+        if bool((depth < -1).any()):
+            at = int((depth < -1).nonzero()[0])
+            raise ValueError(f"the node at index {_unravel(at, batch)} has depth {depth[at].item()}; depths are >= 0 (-1 for padding)")
         if overflow == "raise" and bool((depth > k).any()):
             at = int((depth > k).nonzero()[0])
             raise ValueError(f"the node at index {_unravel(at, batch)} has depth {depth[at].item()} > k={k}; raise k, or pass "
@@ -90,6 +93,7 @@ def stack_encode(positions:TreePositions, # root paths `[*batch, K]` and depths 
     # Row r of `padded` is k entries of -1 then the root path, so the k entries ending at column k + stored - 1 are the
     # node's last k steps, oldest first (-1 where the path is shorter): one gather reads them most recent first.
     back = (k - 1) - torch.arange(k, device=paths.device)
+    chunk = torch.arange(k, device=paths.device)
     rows = _CPU_BLOCK_ROWS if paths.device.type == "cpu" else max(len(depth), 1)
     padded = paths.new_full((min(rows, len(depth)), k + K), -1)
     for start in range(0, len(depth), rows):                           # blocks of rows (one block on a GPU)
@@ -97,10 +101,13 @@ def stack_encode(positions:TreePositions, # root paths `[*batch, K]` and depths 
         block = padded[:len(p)]
         block[:, k:] = p
         step = block.gather(-1, d.clamp(0, K)[:, None] + back)         # [rows, k]: slot j levels up, -1 if none
-        if checking and bool((step >= n).any()):
-            r, j = (int(i) for i in (step >= n).nonzero()[0])
-            raise ValueError(f"slot {step[r, j].item()} at depth {d[r].item() - j} of the node at index "
-                             f"{_unravel(start + r, batch)} is >= n={n}; binarize the trees with Tree.lcrs() (n=2) or raise n")
+        if checking:
+            bad = (step >= n) | ((step < 0) & (chunk < d.clamp(0, K)[:, None]))     # a used step must be a slot
+            if bool(bad.any()):
+                r, j = (int(i) for i in bad.nonzero()[0])
+                where = f"slot {step[r, j].item()} at depth {d[r].item() - j} of the node at index {_unravel(start + r, batch)}"
+                if step[r, j] < 0: raise ValueError(f"{where} is negative: a root path holds a slot >= 0 at every depth of its node")
+                raise ValueError(f"{where} is >= n={n}; binarize the trees with Tree.lcrs() (n=2) or raise n")
         for i in range(n): torch.eq(step, i, out=o[..., i])            # the one-hot, written in place (n is small)
     return out.reshape(*batch, n * k)
 
@@ -117,8 +124,10 @@ class TreePositionalEncoding(nn.Module):
                 ):
         super().__init__()
         _check_nk(n, k)
+        if overflow not in ("raise", "truncate"): raise ValueError(f"overflow must be 'raise' or 'truncate', got {overflow!r}")
+        if num_p is not None and num_p < 1: raise ValueError(f"num_p must be >= 1, got {num_p}")
         self.d_model, self.n, self.k, self.overflow = d_model, n, k, overflow
-        self.num_p = num_p or max(1, d_model // (n * k))
+        self.num_p = num_p if num_p is not None else max(1, d_model // (n * k))
         lo, hi = p_init
         if not -1 < lo <= hi < 1: raise ValueError(f"p_init must lie in (-1, 1), got {p_init}")
         self.raw_p = nn.Parameter(torch.atanh(torch.linspace(lo, hi, self.num_p)))

@@ -85,12 +85,6 @@ class ArityVocab:
         if special: ids = torch.cat([ids.new_tensor([self.start]), ids, ids.new_tensor([self.end])])
         return ids
 
-    def decode_batch(self, ids:Tensor, # `[batch, length]` token ids; an optional leading `<start>` is skipped
-                     order:str="dfs", # the order the ids were generated in
-                     max_depth:int=64, # deepest depth the tracker allows
-                    ) -> list[Tree]:
-        "Rebuild the trees of a batch of token sequences, tracking positions with `TreeTracker` (one step per token)."
-        ...
 
 # %% ../nbs/03_tracking.ipynb #77204b56
 class _Backend:
@@ -196,7 +190,7 @@ class TreeTracker:
         if self.errors == "raise":
             if bad.any(): self._raise(has, count, bad)
         else:
-            self._failed = self._failed | bad
+            self._failed = self._failed | (bad & ~self._done)                  # a finished tree stays good
             has, count, rank = has & ~bad[:, None], count * ~bad, rank * ~bad[:, None]
         # push the children: this node's path with the child's slot written at this node's depth
         kids = x.where(self._at_depth, self._slot_values, self._path[:, None, :])    # [B, n, K]

@@ -422,6 +422,7 @@ _MAX_PATH_ENTRIES = 2 ** 28                                  # 2 GiB of int64 ro
 def _root_paths(parent:np.ndarray, slot:np.ndarray, depth:np.ndarray, K:int, overflow:str, name) -> np.ndarray:
     "Root paths `[n, K]` of concatenated trees (`parent` -1 at each root); see `Tree.positions`."
     if overflow not in ("raise", "keep_last"): raise ValueError(f"overflow must be 'raise' or 'keep_last', got {overflow!r}")
+    if K < 0: raise ValueError(f"max_depth must be >= 0, got {K}")
     n = len(parent)
     if n * K > _MAX_PATH_ENTRIES:
         raise ValueError(f"root paths for {n} nodes x max_depth {K} would take {n * K * 8 / 2**30:.1f} GiB; "
