@@ -100,10 +100,12 @@ def stack_encode(positions:TreePositions, # root paths `[*batch, K]` and depths 
         p, d, o = paths[start:start + rows], depth[start:start + rows], out[start:start + rows]
         block = padded[:len(p)]
         block[:, k:] = p
-        step = block.gather(-1, d.clamp(0, K)[:, None] + back)         # [rows, k]: slot j levels up, -1 if none
-        if checking:
-            bad = (step >= n) | ((step < 0) & (chunk < d.clamp(0, K)[:, None]))     # a used step must be a slot
-            if bool(bad.any()):
+        stored = d.clamp(0, K)
+        step = block.gather(-1, stored[:, None] + back)                 # [rows, k]: slot j levels up, -1 if none
+        if checking:                 # cheap test first: slots in 0..n-1, and exactly the unused chunks negative
+            lo, hi = torch.aminmax(step)
+            if hi >= n or lo < -1 or (step < 0).sum() != (k - stored.clamp(max=k)).sum():
+                bad = (step >= n) | ((step < 0) & (chunk < stored[:, None]))      # a used step must be a slot
                 r, j = (int(i) for i in bad.nonzero()[0])
                 where = f"slot {step[r, j].item()} at depth {d[r].item() - j} of the node at index {_unravel(start + r, batch)}"
                 if step[r, j] < 0: raise ValueError(f"{where} is negative: a root path holds a slot >= 0 at every depth of its node")
