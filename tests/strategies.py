@@ -1,7 +1,11 @@
-"""Hypothesis strategies shared by the property tests."""
+"""What the property tests share: the random-tree strategy and the CUDA skip mark."""
+import pytest
+import torch
 from hypothesis import strategies as st
 
 from treepe_nb.trees import Tree
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 @st.composite

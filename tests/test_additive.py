@@ -12,9 +12,10 @@ from hypothesis import given, settings, strategies as st
 from treepe_nb.additive import (AdditiveTreePE, NodeKind, YamlVocab, tree_coordinates, yaml_documents, yaml_nodes)
 from treepe_nb.trees import Tree, batch_positions
 
+from strategies import cuda
+
 DATA = Path(__file__).resolve().parents[1] / "nbs" / "data" / "k8s"
 KEYS = (NodeKind.KEY, NodeKind.LIST_KEY)
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 # Random JSON-like documents: string keys (including ones that need quoting in a path), plain scalars.
 keys = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=8)

@@ -12,19 +12,9 @@ from treepe_nb.algebraic import (GridAPE, PositionMaps, SequenceAPE, TreeAPE, ap
 from treepe_nb.sequence import apply_rotary, frequencies
 from treepe_nb.trees import Tree, TreePositions, batch_positions
 
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+from strategies import cuda, random_trees
+
 F64 = torch.float64
-
-
-@st.composite
-def random_trees(draw, max_nodes=30, branching=2):
-    "A random tree with at most `branching` children per node (slots may have gaps), from a random parent array."
-    n_nodes = draw(st.integers(1, max_nodes))
-    parents, kids = [-1], [0]
-    for v in range(1, n_nodes):
-        free = [u for u in range(v) if kids[u] < branching]
-        p = draw(st.sampled_from(free)); parents.append(p); kids.append(0); kids[p] += 1
-    return Tree.from_parents(list(range(n_nodes)), parents)
 
 
 def root_steps(positions, v):
@@ -45,7 +35,7 @@ def path_product(tree, positions, a, c, G):
 @given(data=st.data(), branching=st.sampled_from([2, 3]), init=st.sampled_from(["rope", "rope_mixed", "random"]),
        seed=st.integers(0, 2**31 - 1))
 def test_relative_maps_are_path_products_for_all_pairs(data, branching, init, seed):
-    tree = data.draw(random_trees(branching=branching))
+    tree = data.draw(random_trees(max_branching=branching))
     torch.manual_seed(seed)
     ape = TreeAPE(6, branching, heads=2, init=init, std=0.5, dtype=F64)
     order = data.draw(st.sampled_from(["dfs", "bfs"]))
@@ -63,7 +53,7 @@ def test_relative_maps_are_path_products_for_all_pairs(data, branching, init, se
 @settings(max_examples=25, deadline=None)
 @given(data=st.data(), branching=st.sampled_from([2, 3]), seed=st.integers(0, 2**31 - 1))
 def test_child_map_is_parent_map_times_generator(data, branching, seed):
-    tree = data.draw(random_trees(branching=branching))
+    tree = data.draw(random_trees(max_branching=branching))
     torch.manual_seed(seed)
     ape = TreeAPE(4, branching, heads=3, init="random", std=0.7, dtype=F64)
     with torch.no_grad():
@@ -74,7 +64,7 @@ def test_child_map_is_parent_map_times_generator(data, branching, seed):
 
 
 @settings(max_examples=20, deadline=None)
-@given(trees=st.lists(random_trees(max_nodes=20, branching=3), min_size=1, max_size=4),
+@given(trees=st.lists(random_trees(max_nodes=20, max_branching=3), min_size=1, max_size=4),
        order=st.sampled_from(["dfs", "bfs"]), seed=st.integers(0, 2**31 - 1))
 def test_rotate_gives_the_bilinear_scores_and_zero_padding(trees, order, seed):
     torch.manual_seed(seed)
@@ -94,7 +84,7 @@ def test_rotate_gives_the_bilinear_scores_and_zero_padding(trees, order, seed):
 
 
 @settings(max_examples=10, deadline=None)
-@given(trees=st.lists(random_trees(max_nodes=15), min_size=1, max_size=3), seed=st.integers(0, 2**31 - 1))
+@given(trees=st.lists(random_trees(max_nodes=15, max_branching=2), min_size=1, max_size=3), seed=st.integers(0, 2**31 - 1))
 def test_a_trees_maps_do_not_depend_on_its_batch(trees, seed):
     torch.manual_seed(seed)
     ape = TreeAPE(4, 2, heads=2)

@@ -8,8 +8,9 @@ from hypothesis import given, settings, strategies as st
 from treepe_nb.sequence import (LearnedPE, ShawRelativeAttention, SinusoidalPE, apply_rotary, relative_attention,
                                 relative_positions, sinusoidal, sinusoidal_shift)
 
+from strategies import cuda
+
 even_dims = st.integers(1, 32).map(lambda h: 2 * h)
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 @settings(max_examples=40, deadline=None)

@@ -5,10 +5,9 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from treepe_nb.tracking import ArityVocab, TreeTracker
-from strategies import random_trees
+from strategies import cuda, random_trees
 from treepe_nb.trees import Tree, batch_positions
 
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 def padded_ids(vocab, trees, order):

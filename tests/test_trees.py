@@ -83,7 +83,7 @@ def test_positions_are_root_paths_in_order(nested, order):
 def test_batches_match_single_trees(nesteds, order, max_depth):
     trees = [Tree.from_nested(n) for n in nesteds]
     assert batch_positions(trees, order) == collate_positions([t.positions(order) for t in trees])
-    kept = batch_positions(trees, order, max_depth=max_depth, overflow="keep_last")
+    kept = batch_positions(trees, order, max_depth=max_depth, overflow="truncate")
     for b, t in enumerate(trees):
         paths = naive_paths(t)
         for row, v in enumerate(t.order(order)):

@@ -5,7 +5,7 @@
 # %% ../nbs/01_trees.ipynb #ad38d534
 from __future__ import annotations
 import ast, json, re, sys, sysconfig
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Hashable, Iterable, Sequence
@@ -13,10 +13,11 @@ import numpy as np
 import torch
 from torch import Tensor
 import yaml
+from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['Tree', 'python_functions', 'TreePositions', 'collate_positions', 'batch_positions', 'stdlib_sources',
-           'stdlib_function_trees']
+__all__ = ['Tree', 'python_functions', 'check_overflow', 'TreePositions', 'collate_positions', 'batch_positions',
+           'stdlib_sources', 'stdlib_function_trees']
 
 # %% ../nbs/01_trees.ipynb #2243199f
 def _chase(parent:np.ndarray, follow:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -394,22 +395,57 @@ def _unlcrs(self:Tree) -> Tree:
 Tree.lcrs, Tree.unlcrs = _lcrs, _unlcrs
 
 # %% ../nbs/01_trees.ipynb #a083f7ea
-@dataclass
+def _index(flat:int, shape) -> tuple:
+    "The index tuple of entry `flat` of a tensor of `shape` (C order)."
+    return tuple(int(i) for i in np.unravel_index(int(flat), tuple(shape))) if len(shape) else ()
+
+def _first(mask:Tensor) -> tuple:
+    "Index of the first True entry of `mask` (which has at least one)."
+    return _index(int(mask.reshape(-1).to(torch.int8).argmax()), mask.shape)
+
+def _integer_tensor(t, what:str) -> Tensor:
+    "`t` if it is an integer tensor, else a `TypeError` naming `what`."
+    if not isinstance(t, Tensor): raise TypeError(f"{what} must be a torch.Tensor of integers, got {type(t).__name__}")
+    if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
+        raise TypeError(f"{what} must hold integers, got dtype {t.dtype}")
+    return t
+
+_OVERFLOW = ("raise", "truncate")
+
+def check_overflow(overflow:str) -> str:
+    "`overflow` if it is one of the library's two policies, else a `ValueError`."
+    if overflow not in _OVERFLOW: raise ValueError(f"overflow must be 'raise' or 'truncate', got {overflow!r}")
+    return overflow
+
+@dataclass(eq=False)
 class TreePositions:
-    "Root paths of a set of nodes: `paths` `[*batch, K]` (slot per depth, -1 past the node's depth), `depth` `[*batch]`."
+    "Root paths of a set of nodes: `paths` `[*batch, K]` (slot per depth, root first, -1 past the node's depth), `depth` `[*batch]` (-1: padding)."
     paths: Tensor
     depth: Tensor
+    trusted: bool = field(default=False, repr=False)   # built by this library: well formed, `check` only tests limits
+
+    def __post_init__(self):
+        _integer_tensor(self.paths, "TreePositions.paths"); _integer_tensor(self.depth, "TreePositions.depth")
+        if self.paths.dim() < 1 or self.paths.shape[:-1] != self.depth.shape:
+            raise ValueError(f"TreePositions.paths must be [*batch, K] for depth [*batch]: got paths "
+                             f"{tuple(self.paths.shape)} and depth {tuple(self.depth.shape)}")
+        if self.paths.device != self.depth.device:
+            raise ValueError(f"TreePositions.paths is on {self.paths.device} but depth is on {self.depth.device}")
 
     @property
-    def max_depth(self) -> int: return self.paths.shape[-1]
+    def max_depth(self) -> int:
+        "The path width `K`: the deepest depth whose whole root path is stored (deeper nodes keep their last K steps)."
+        return self.paths.shape[-1]
     @property
     def shape(self) -> torch.Size: return self.depth.shape
+    @property
+    def device(self) -> torch.device: return self.depth.device
     @property
     def mask(self) -> Tensor:
         "True for real nodes, False for padding (depth -1)."
         return self.depth >= 0
-    def to(self, device) -> TreePositions: return TreePositions(self.paths.to(device), self.depth.to(device))
-    def __getitem__(self, idx) -> TreePositions: return TreePositions(self.paths[idx], self.depth[idx])
+    def to(self, device) -> TreePositions: return TreePositions(self.paths.to(device), self.depth.to(device), self.trusted)
+    def __getitem__(self, idx) -> TreePositions: return TreePositions(self.paths[idx], self.depth[idx], self.trusted)
     def __len__(self): return len(self.depth)
     def __eq__(self, other):
         return isinstance(other, TreePositions) and self.paths.shape == other.paths.shape and \
@@ -421,17 +457,17 @@ _MAX_PATH_ENTRIES = 2 ** 28                                  # 2 GiB of int64 ro
 
 def _root_paths(parent:np.ndarray, slot:np.ndarray, depth:np.ndarray, K:int, overflow:str, name) -> np.ndarray:
     "Root paths `[n, K]` of concatenated trees (`parent` -1 at each root); see `Tree.positions`."
-    if overflow not in ("raise", "keep_last"): raise ValueError(f"overflow must be 'raise' or 'keep_last', got {overflow!r}")
+    check_overflow(overflow)
     if K < 0: raise ValueError(f"max_depth must be >= 0, got {K}")
     n = len(parent)
     if n * K > _MAX_PATH_ENTRIES:
         raise ValueError(f"root paths for {n} nodes x max_depth {K} would take {n * K * 8 / 2**30:.1f} GiB; "
-                         f"pass a smaller max_depth (with overflow='keep_last' to keep the most recent steps)")
+                         f"pass a smaller max_depth (with overflow='truncate' to keep the most recent steps)")
     deep = np.flatnonzero(depth > K)
     if len(deep) and overflow == "raise":
         i = deep[0]
         raise ValueError(f"{name(i)} has depth {depth[i]} > max_depth={K}; raise max_depth, or pass "
-                         f"overflow='keep_last' to keep its most recent {K} steps (Shiv & Quirk's truncation)")
+                         f"overflow='truncate' to keep its most recent {K} steps (Shiv & Quirk's truncation)")
     up = np.where(parent < 0, np.arange(n), parent)           # roots point to themselves (and have slot -1)
     recent = np.empty((n, K), dtype=np.int64)                 # recent[i, s]: slot of the ancestor s levels up
     at = np.arange(n)
@@ -442,45 +478,55 @@ def _root_paths(parent:np.ndarray, slot:np.ndarray, depth:np.ndarray, K:int, ove
     col = kept[:, None] - 1 - np.arange(K)                    # root first: column t holds step kept-1-t
     return np.where(col >= 0, np.take_along_axis(recent, col.clip(0), axis=1), -1)
 
-def _order(self:Tree, order:str="dfs" # "dfs" (preorder) or "bfs" (level order)
+@patch
+def order(self:Tree, order:str="dfs" # "dfs" (preorder) or "bfs" (level order)
           ) -> np.ndarray: # node indices in that order
     "Node indices in depth-first preorder or breadth-first level order."
     if order == "dfs": return np.arange(len(self))
     if order == "bfs": return np.argsort(self.depth, kind="stable")
     raise ValueError(f"order must be 'dfs' or 'bfs', got {order!r}")
 
-def _positions(self:Tree, order:str="dfs", # "dfs" or "bfs": the order of the returned nodes
-               max_depth:int|None=None, # width K of the paths (default: the tree's depth)
-               overflow:str="raise", # deeper nodes: "raise", or "keep_last" (keep the most recent max_depth steps)
-              ) -> TreePositions:
+@patch
+def positions(self:Tree, order:str="dfs", # "dfs" or "bfs": the order of the returned nodes
+              max_depth:int|None=None, # deepest depth allowed, and the width K of the paths (default: the tree's depth)
+              overflow:str="raise", # deeper nodes: "raise", or "truncate" (keep the most recent max_depth steps)
+             ) -> TreePositions:
     "Root paths and depths of the nodes, listed in `order`."
     K = int(self.depth.max()) if max_depth is None else max_depth
     paths = _root_paths(self.parent, self.slot, self.depth, K, overflow, self._node)
     idx = self.order(order)
-    return TreePositions(torch.from_numpy(paths[idx]), torch.from_numpy(self.depth[idx]))
+    return TreePositions(torch.from_numpy(paths[idx]), torch.from_numpy(self.depth[idx]), trusted=True)
 
-Tree.order, Tree.positions = _order, _positions
 
 # %% ../nbs/01_trees.ipynb #ed6ab724
 def collate_positions(items:Sequence[TreePositions] # one per sequence, each `[length_i, K_i]`
                      ) -> TreePositions: # `[batch, max length, max K]`; padding has depth -1 and paths -1
     "Pad a list of `TreePositions` into one batch."
     if not items: raise ValueError("collate_positions needs at least one TreePositions")
+    for b, p in enumerate(items):
+        if not isinstance(p, TreePositions): raise TypeError(f"item {b} is a {type(p).__name__}, not TreePositions")
+        if p.depth.dim() != 1: raise ValueError(f"item {b} has shape {tuple(p.shape)}: collate one sequence per item")
     L = max(len(p) for p in items); K = max(p.max_depth for p in items)
+    for b, p in enumerate(items):
+        if p.max_depth < K and len(p) and bool((p.depth > p.max_depth).any()):
+            raise ValueError(f"item {b} keeps {p.max_depth} steps of its deeper nodes' paths (overflow='truncate') but "
+                             f"the batch is {K} wide: compute every item with the same max_depth")
     paths = items[0].paths.new_full((len(items), L, K), -1)
     depth = items[0].depth.new_full((len(items), L), -1)
     for b, p in enumerate(items):                               # one copy per sequence, not per node
         paths[b, :len(p), :p.max_depth] = p.paths
         depth[b, :len(p)] = p.depth
-    return TreePositions(paths, depth)
+    return TreePositions(paths, depth, trusted=all(p.trusted for p in items))
 
 def batch_positions(trees:Sequence[Tree], # the trees of one batch
                     order:str="dfs", # "dfs" or "bfs"
-                    max_depth:int|None=None, # path width K (default: the deepest tree's depth)
-                    overflow:str="raise", # "raise" or "keep_last", as in `Tree.positions`
+                    max_depth:int|None=None, # deepest depth allowed and path width K (default: the deepest tree's depth)
+                    overflow:str="raise", # "raise" or "truncate", as in `Tree.positions`
                    ) -> TreePositions: # `[batch, longest tree, K]`, padded like `collate_positions`
     "Root paths of a whole batch of trees in one vectorised pass."
     if not trees: raise ValueError("batch_positions needs at least one tree")
+    for b, t in enumerate(trees):
+        if not isinstance(t, Tree): raise TypeError(f"item {b} of trees is a {type(t).__name__}, not a Tree")
     sizes = np.array([len(t) for t in trees]); offsets = np.r_[0, np.cumsum(sizes)[:-1]]
     parent = np.concatenate([t.parent for t in trees]) + np.repeat(offsets, sizes) * (np.concatenate([t.parent for t in trees]) >= 0)
     depth = np.concatenate([t.depth for t in trees])
@@ -497,7 +543,81 @@ def batch_positions(trees:Sequence[Tree], # the trees of one batch
     out_depth = np.full((len(trees), sizes.max()), -1, dtype=np.int64)
     out_paths[tree_of, local] = paths[idx]
     out_depth[tree_of, local] = depth[idx]
-    return TreePositions(torch.from_numpy(out_paths), torch.from_numpy(out_depth))
+    return TreePositions(torch.from_numpy(out_paths), torch.from_numpy(out_depth), trusted=True)
+
+# %% ../nbs/01_trees.ipynb #ac5438f8
+@patch
+def check(self:TreePositions,
+          n:int|None=None, # branching factor: slots must be in 0 .. n-1 (None: any slot >= 0)
+          max_depth:int|None=None, # deepest depth allowed, the root being 0 (None: no limit)
+          overflow:str="raise", # deeper nodes: "raise", or "truncate" (they keep their most recent max_depth steps)
+          what:str="positions", # the name of the argument in error messages
+         ) -> TreePositions: # `self`, so that `encode(positions.check(n, max_depth))` reads naturally
+    "Check well-formedness and the limits `n` and `max_depth`; a `ValueError` names the first offending node."
+    check_overflow(overflow)
+    if n is not None and n < 1: raise ValueError(f"the branching factor n must be >= 1, got {n}")
+    if max_depth is not None and max_depth < 0: raise ValueError(f"max_depth must be >= 0, got {max_depth}")
+    d, paths, K = self.depth, self.paths, self.max_depth
+    if d.numel() == 0: raise ValueError(f"{what} is an empty batch (shape {tuple(d.shape)}): there is nothing to encode")
+    if torch.compiler.is_compiling(): return self
+    def node(i): return f"{what}: the node at index {i}"
+    if not self.trusted:
+        if bool((d < -1).any()):
+            i = _first(d < -1); raise ValueError(f"{node(i)} has depth {int(d[i])}; depths are >= 0, or -1 for padding")
+        inside = torch.arange(K, device=d.device) < d.clamp(0, K)[..., None]            # [*batch, K] stored steps
+        bad = inside & (paths < 0)
+        if bool(bad.any()):
+            i = _first(bad)
+            raise ValueError(f"{node(i[:-1])} has slot {int(paths[i])} at depth {i[-1] + 1}: a root path holds a "
+                             f"slot >= 0 at every depth of its node")
+        bad = ~inside & (paths != -1)
+        if bool(bad.any()):
+            i = _first(bad)
+            raise ValueError(f"{node(i[:-1])} has depth {int(d[i[:-1]])} but slot {int(paths[i])} at step {i[-1]} "
+                             f"of its root path; entries past a node's depth must be -1")
+    deepest = int(d.max())
+    if max_depth is not None and overflow == "raise" and deepest > max_depth:
+        i = _first(d > max_depth)
+        raise ValueError(f"{node(i)} has depth {int(d[i])} > max_depth={max_depth}; raise max_depth, or pass "
+                         f"overflow='truncate' to keep its most recent {max_depth} steps (Shiv & Quirk's truncation)")
+    need = d if max_depth is None or overflow == "raise" else d.clamp(max=max_depth)
+    if min(deepest, max_depth if overflow == "truncate" and max_depth is not None else deepest) > K:
+        i = _first(need > K)
+        raise ValueError(f"{node(i)} has depth {int(d[i])} but its root path keeps only {K} steps (positions built "
+                         f"with max_depth={K}, overflow='truncate'); build them with max_depth >= {int(need[i])}")
+    if n is not None and paths.numel() and int(paths.max()) >= n:
+        i = _first(paths >= n)
+        raise ValueError(f"{node(i[:-1])} takes slot {int(paths[i])} at depth {i[-1] + 1}, but n={n} allows slots "
+                         f"0..{n - 1}; binarize the trees with Tree.lcrs() (n=2) or raise n")
+    return self
+
+# %% ../nbs/01_trees.ipynb #075880ac
+@patch(as_prop=True)
+def slot(self:TreePositions) -> Tensor: # `[*batch]`
+    "Each node's own child slot (the last step of its root path); -1 for roots and padding."
+    K = self.max_depth
+    if K == 0: return torch.full_like(self.depth, -1)
+    last = (self.depth.clamp(max=K) - 1).clamp(min=0)                       # [*batch] column of the node's own step
+    own = self.paths.gather(-1, last[..., None]).squeeze(-1).to(self.depth.dtype)
+    return torch.where(self.depth > 0, own, torch.full_like(own, -1))
+
+@patch
+def sibling(self:TreePositions,
+            lcrs:bool=False, # the positions are of an LCRS-binarized tree: count the right steps that end the path
+           ) -> Tensor: # `[*batch]`, 0 for roots and padding
+    "Each node's index among its siblings: its slot, or for an LCRS tree its index before binarization."
+    if not lcrs: return self.slot.clamp(min=0)
+    K, d = self.max_depth, self.depth
+    stored = d.clamp(0, K)
+    col = torch.arange(K, device=d.device)
+    other = (self.paths != 1) & (col < stored[..., None])                    # [*batch, K] steps that are not "right"
+    last = torch.where(other, col, -1).amax(-1) if K else torch.full_like(d, -1)
+    cut = (d > K) & (last < 0)                                               # all kept steps are right steps
+    if bool(cut.any()):
+        i = _first(cut)
+        raise ValueError(f"positions: the node at index {i} has depth {int(d[i])} but its path keeps only {K} steps, "
+                         f"all right steps: its sibling index is unknown; build positions with a larger max_depth")
+    return (stored - 1 - last).to(d.dtype)
 
 # %% ../nbs/01_trees.ipynb #0ef469cf
 def _stats(self:Tree) -> dict:
