@@ -144,6 +144,14 @@ def test_mismatched_shapes_are_value_errors_naming_the_arguments(call, match):
         call()
 
 
+@pytest.mark.parametrize("cls", [SinusoidalPE, LearnedPE])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32])
+def test_small_integer_positions_are_indices(cls, dtype):
+    # was: uint8 indexed the table as a mask (IndexError), nn.Embedding refused uint8/int8/int16 (RuntimeError)
+    pe = cls(8, 16)
+    torch.testing.assert_close(pe(torch.tensor([3, 1, 0], dtype=dtype)), pe(torch.tensor([3, 1, 0])))
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_sinusoidal_refuses_non_finite_positions(bad):
     with pytest.raises(ValueError, match="positions must be finite"):         # was: NaN rows

@@ -49,7 +49,8 @@ def check_range(values:Tensor, # integer tensor to check, any shape
     "`values` unchanged: a `TypeError` unless integer, a `ValueError` naming its first entry outside `[0, limit)`."
     _check_integer(values, f"{what}s")
     if torch.compiler.is_compiling(): return values
-    bad = (values < 0) | (values >= limit)
+    wide = values.long()                              # a limit of 512 would wrap around in uint8
+    bad = (wide < 0) | (wide >= limit)
     if bool(bad.any()):
         idx = tuple(bad.nonzero()[0].tolist())
         raise ValueError(f"{what} {values[idx].item()} at index {idx} is outside [0, {limit}) "
@@ -120,7 +121,7 @@ class SinusoidalPE(nn.Module):
 
     def forward(self, positions:Tensor # integer positions, any shape
                ) -> Tensor: # `[*positions.shape, d_model]`
-        return self.table[check_range(positions, self.max_len)]
+        return self.table[check_range(positions, self.max_len).long()]   # long: a uint8 index would be a mask
 
     def extra_repr(self): return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base}"
 
@@ -141,7 +142,7 @@ class LearnedPE(nn.Module):
 
     def forward(self, positions:Tensor # integer positions, any shape
                ) -> Tensor: # `[*positions.shape, d_model]`
-        return self.embedding(check_range(positions, self.max_len))
+        return self.embedding(check_range(positions, self.max_len).long())  # nn.Embedding wants int32/int64
 
     def extra_repr(self): return f"d_model={self.d_model}, max_len={self.max_len}"
 
