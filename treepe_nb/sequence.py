@@ -7,22 +7,50 @@ __all__ = ['check_range', 'frequencies', 'sinusoidal', 'sinusoidal_shift', 'Sinu
            'relative_attention', 'ShawRelativeAttention', 'apply_rotary']
 
 # %% ../nbs/00_sequence.ipynb #1e0ca578
-import math
+import math, numbers, operator
 import torch
 from torch import nn, Tensor
 import torch.nn.functional as F
 
+# %% ../nbs/00_sequence.ipynb #1667aa5f
+def _check_size(value, # the size to check
+                name:str, # the argument's name, for the message
+                minimum:int=1, # smallest allowed value
+                even:bool=False, # must it be even?
+               ) -> int:
+    "`value` as an `int`: a `TypeError` unless an integer, a `ValueError` below `minimum` or odd if `even`."
+    if isinstance(value, bool) or isinstance(value, Tensor) and value.is_floating_point():
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    try: value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
+    if value < minimum: raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if even and value % 2: raise ValueError(f"{name} must be even, got {value} (coordinates come in pairs)")
+    return value
+
+def _check_integer(values, # the tensor to check
+                   name:str, # the argument's name, for the message
+                  ) -> Tensor:
+    "`values` unchanged; a `TypeError` naming `name` unless an integer tensor (bool is a mask, not positions)."
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{name} must be an integer tensor, got {type(values).__name__}")
+    if values.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor, got torch.bool (a bool tensor indexes as a mask)")
+    if values.is_floating_point() or values.is_complex():
+        raise TypeError(f"{name} must be an integer tensor, got {values.dtype}")
+    return values
+
 # %% ../nbs/00_sequence.ipynb #ff2893a9
 def check_range(values:Tensor, # integer tensor to check, any shape
                 limit:int, # exclusive upper bound: valid values are `0 .. limit-1`
-                what:str='position', # what a value is, for the message
+                what:str='position', # what a value is, for the message (the argument is `{what}s`)
                 limit_name:str='max_len', # name of the argument that set `limit`, for the message
                ) -> Tensor:
-    "Raise a `ValueError` naming the first entry of `values` outside `[0, limit)`; return `values` unchanged."
-    if values.is_floating_point() or values.is_complex():
-        raise TypeError(f"{what}s must be an integer tensor, got {values.dtype}")
+    "`values` unchanged: a `TypeError` unless integer, a `ValueError` naming its first entry outside `[0, limit)`."
+    _check_integer(values, f"{what}s")
     if torch.compiler.is_compiling(): return values
-    bad = (values < 0) | (values >= limit)
+    wide = values.long()                              # a limit of 512 would wrap around in uint8
+    bad = (wide < 0) | (wide >= limit)
     if bool(bad.any()):
         idx = tuple(bad.nonzero()[0].tolist())
         raise ValueError(f"{what} {values[idx].item()} at index {idx} is outside [0, {limit}) "
@@ -31,33 +59,48 @@ def check_range(values:Tensor, # integer tensor to check, any shape
 
 # %% ../nbs/00_sequence.ipynb #f2189ff4
 def frequencies(d:int, # encoding size; must be even (one frequency per pair of coordinates)
-                base:float=10000.0, # wavelength scale: omega_i = base^(-2i/d)
+                base:float=10000.0, # wavelength scale, finite and > 0: omega_i = base^(-2i/d)
                 device=None, # device of the result
                 dtype=torch.float32, # dtype of the result
                ) -> Tensor: # `[d // 2]`
     "The angular frequencies `omega_i = 1 / base^(2i/d)` shared by the sinusoidal encoding and RoPE."
-    if d <= 0 or d % 2: raise ValueError(f"the encoding size must be a positive even number, got {d}")
+    d = _check_size(d, "d", even=True)
+    if isinstance(base, bool) or not isinstance(base, numbers.Real):
+        raise TypeError(f"base must be a real number, got {type(base).__name__} {base!r}")
+    if not (math.isfinite(base) and base > 0): raise ValueError(f"base must be finite and > 0, got {base}")
     return 1.0 / base ** (torch.arange(0, d, 2, device=device, dtype=dtype) / d)
 
 # %% ../nbs/00_sequence.ipynb #bc3f867c
-def sinusoidal(positions:Tensor|int, # integer (or real) positions of any shape, or `n` for `0 .. n-1`
+def sinusoidal(positions:Tensor|int, # positions, any shape (integer or real), or `n` for `0 .. n-1`
                d:int, # encoding size (even)
                base:float=10000.0, # wavelength scale
                dtype=None, # result dtype (default: torch's default dtype)
               ) -> Tensor: # `[*positions.shape, d]`, interleaved: sin at even, cos at odd coordinates
-    "The sinusoidal encoding of Vaswani et al. (2017). Angles are computed in float64, then cast to `dtype`."
-    if isinstance(positions, int): positions = torch.arange(positions)
+    """The sinusoidal encoding of Vaswani et al. (2017). Angles are computed in float64, then cast to `dtype`.
+    Real positions are allowed; a bool tensor (a mask) is a `TypeError`, NaN or infinite positions a `ValueError`."""
+    if isinstance(positions, Tensor):
+        if positions.dtype == torch.bool or positions.is_complex():
+            raise TypeError(f"positions must be an integer or real tensor, got {positions.dtype}")
+        if positions.is_floating_point() and not torch.compiler.is_compiling():
+            bad = ~positions.isfinite()
+            if bool(bad.any()):
+                idx = tuple(bad.nonzero()[0].tolist())
+                raise ValueError(f"positions must be finite, got {positions[idx].item()} at index {idx}")
+    else: positions = torch.arange(_check_size(positions, "positions", minimum=0))
     dtype = dtype or torch.get_default_dtype()
     angles = positions.to(torch.float64)[..., None] * frequencies(d, base, positions.device, torch.float64)
     return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2).to(dtype)
 
 # %% ../nbs/00_sequence.ipynb #d39663b0
-def sinusoidal_shift(k:int|float, # the offset
+def sinusoidal_shift(k:int|float, # the offset (finite)
                      d:int, # encoding size (even)
                      base:float=10000.0, # wavelength scale
                      dtype=torch.float64, # result dtype
                     ) -> Tensor: # `[d, d]`
     "The block-diagonal rotation `R_k` with `sinusoidal(pos + k) == R_k @ sinusoidal(pos)` for every `pos`."
+    if isinstance(k, bool) or not isinstance(k, numbers.Real):
+        raise TypeError(f"k must be a real number, got {k!r}")
+    if not math.isfinite(k): raise ValueError(f"k must be finite, got {k}")
     a = k * frequencies(d, base, dtype=torch.float64)
     c, s = a.cos(), a.sin()
     blocks = torch.stack((torch.stack((c, s), -1), torch.stack((-s, c), -1)), -2)  # [d/2, 2, 2]
@@ -67,17 +110,18 @@ def sinusoidal_shift(k:int|float, # the offset
 class SinusoidalPE(nn.Module):
     "Sinusoidal encoding with a cached table: `forward(positions)` indexes a `[max_len, d_model]` buffer."
     def __init__(self,
-                 d_model:int, # encoding size (even)
-                 max_len:int=4096, # number of positions in the table; larger positions raise `ValueError`
-                 base:float=10000.0, # wavelength scale
+                 d_model:int, # encoding size (even, > 0)
+                 max_len:int=4096, # positions in the table (> 0); larger positions raise `ValueError`
+                 base:float=10000.0, # wavelength scale (finite, > 0)
                 ):
         super().__init__()
-        self.d_model, self.max_len, self.base = d_model, max_len, base
-        self.register_buffer("table", sinusoidal(max_len, d_model, base), persistent=False)
+        self.d_model = _check_size(d_model, "d_model", even=True)
+        self.max_len, self.base = _check_size(max_len, "max_len"), base
+        self.register_buffer("table", sinusoidal(self.max_len, self.d_model, base), persistent=False)
 
     def forward(self, positions:Tensor # integer positions, any shape
                ) -> Tensor: # `[*positions.shape, d_model]`
-        return self.table[check_range(positions, self.max_len)]
+        return self.table[check_range(positions, self.max_len).long()]   # long: a uint8 index would be a mask
 
     def extra_repr(self): return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base}"
 
@@ -85,27 +129,32 @@ class SinusoidalPE(nn.Module):
 class LearnedPE(nn.Module):
     "Learned absolute positional embedding: one trainable vector per position."
     def __init__(self,
-                 max_len:int, # number of positions; larger positions raise `ValueError`
-                 d_model:int, # embedding size
-                 init_std:float=0.02, # standard deviation of the normal initialisation
+                 d_model:int, # embedding size (> 0)
+                 max_len:int, # number of positions (> 0); larger positions raise `ValueError`
+                 init_std:float=0.02, # standard deviation of the normal initialisation (finite, >= 0)
                 ):
         super().__init__()
-        self.max_len = max_len
-        self.embedding = nn.Embedding(max_len, d_model)
+        self.d_model, self.max_len = _check_size(d_model, "d_model"), _check_size(max_len, "max_len")
+        if not (isinstance(init_std, numbers.Real) and math.isfinite(init_std) and init_std >= 0):
+            raise ValueError(f"init_std must be finite and >= 0, got {init_std!r}")
+        self.embedding = nn.Embedding(self.max_len, self.d_model)
         nn.init.normal_(self.embedding.weight, std=init_std)
 
     def forward(self, positions:Tensor # integer positions, any shape
                ) -> Tensor: # `[*positions.shape, d_model]`
-        return self.embedding(check_range(positions, self.max_len))
+        return self.embedding(check_range(positions, self.max_len).long())  # nn.Embedding wants int32/int64
+
+    def extra_repr(self): return f"d_model={self.d_model}, max_len={self.max_len}"
 
 # %% ../nbs/00_sequence.ipynb #f63ec2b8
-def relative_positions(q_len:int, # number of queries
-                       k_len:int, # number of keys
-                       max_distance:int, # the clipping distance k
+def relative_positions(q_len:int, # number of queries (>= 0)
+                       k_len:int, # number of keys (>= 0)
+                       max_distance:int, # the clipping distance k (>= 0; 0: one vector for all offsets)
                        device=None,
                       ) -> Tensor: # LongTensor `[q_len, k_len]` with values in `0 .. 2k`
     "Index of the relation vector for each (query i, key j): `clip(j - i, k) + k`."
-    if max_distance < 0: raise ValueError(f"max_distance must be >= 0, got {max_distance}")
+    q_len, k_len = _check_size(q_len, "q_len", minimum=0), _check_size(k_len, "k_len", minimum=0)
+    max_distance = _check_size(max_distance, "max_distance", minimum=0)
     offsets = torch.arange(k_len, device=device)[None, :] - torch.arange(q_len, device=device)[:, None]
     return offsets.clamp(-max_distance, max_distance) + max_distance
 
@@ -113,24 +162,52 @@ def relative_positions(q_len:int, # number of queries
 def relative_attention(q:Tensor, # queries `[batch, heads, q_len, head_dim]`
                        k:Tensor, # keys `[batch, heads, k_len, head_dim]`
                        v:Tensor, # values `[batch, heads, k_len, head_dim]`
-                       rel_keys:Tensor, # `w^K`: `[2k+1, head_dim]` (shared by heads) or `[heads, 2k+1, head_dim]`
+                       rel_keys:Tensor, # `w^K`: `[2k+1, head_dim]` (shared) or `[heads, 2k+1, head_dim]`
                        rel_values:Tensor, # `w^V`: same shape as `rel_keys`
-                       mask:Tensor|None=None, # bool, broadcastable to `[batch, heads, q_len, k_len]`; True = may attend
+                       mask:Tensor|None=None, # bool, broadcasts to `[batch, heads, q_len, k_len]`; True = attend
                        dropout_p:float=0.0, # dropout on the attention weights
                        return_weights:bool=False, # also return the attention weights
                       ):
     "Shaw et al. (2018) relation-aware attention, with gathered key terms and scatter-added value terms."
-    if rel_keys.shape != rel_values.shape or rel_keys.shape[-2] % 2 == 0:
-        raise ValueError(f"rel_keys and rel_values must both be [..., 2k+1, head_dim], got "
-                         f"{tuple(rel_keys.shape)} and {tuple(rel_values.shape)}")
+    named = dict(q=q, k=k, v=v, rel_keys=rel_keys, rel_values=rel_values)
+    for name, t in named.items():
+        if not isinstance(t, Tensor) or not t.is_floating_point():
+            got = t.dtype if isinstance(t, Tensor) else type(t).__name__
+            raise TypeError(f"{name} must be a floating-point tensor, got {got}")
+    if len({t.dtype for t in named.values()}) > 1:
+        raise TypeError("q, k, v, rel_keys and rel_values must share one dtype, got "
+                        + ", ".join(f"{n} {t.dtype}" for n, t in named.items()))
+    shapes = ", ".join(f"{n} {tuple(t.shape)}" for n, t in named.items())
+    D = q.shape[-1] if q.ndim else None
+    if (q.ndim < 2 or k.ndim != q.ndim or v.ndim != q.ndim or k.shape[:-2] != q.shape[:-2]
+            or v.shape[:-2] != q.shape[:-2] or k.shape[-1] != D or v.shape[-1] != D or v.shape[-2] != k.shape[-2]):
+        raise ValueError("q, k, v must be [..., q_len, head_dim], [..., k_len, head_dim], [..., k_len, head_dim] "
+                         f"with the same leading dims, got {shapes}")
+    heads_ok = rel_keys.ndim == 2 or q.ndim >= 3 and rel_keys.shape[0] == q.shape[-3]
+    if (rel_keys.shape != rel_values.shape or rel_keys.ndim not in (2, 3) or rel_keys.shape[-2] % 2 == 0
+            or rel_keys.shape[-1] != D or not heads_ok):
+        raise ValueError(f"rel_keys and rel_values must both be [2k+1, head_dim] or [heads, 2k+1, head_dim], "
+                         f"got {shapes}")
+    scores_shape = (*q.shape[:-1], k.shape[-2])
+    if mask is not None:
+        if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+            got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+            raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}")
+        try: ok = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+        except RuntimeError: ok = False
+        if not ok:
+            raise ValueError(f"mask {tuple(mask.shape)} does not broadcast to the scores {scores_shape}")
+    if not (isinstance(dropout_p, numbers.Real) and 0 <= dropout_p <= 1):
+        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p!r}")
     max_distance = (rel_keys.shape[-2] - 1) // 2
     rel = relative_positions(q.shape[-2], k.shape[-2], max_distance, q.device)         # [Lq, Lk]
-    rel = rel.expand(*q.shape[:-2], *rel.shape)
+    rel = rel.expand(*q.shape[:-2], *rel.shape)                                         # [B, H, Lq, Lk]
     scores = q @ k.transpose(-1, -2) + (q @ rel_keys.transpose(-1, -2)).gather(-1, rel)
     scores = scores / math.sqrt(q.shape[-1])
     if mask is not None: scores = scores.masked_fill(~mask, float("-inf"))
     weights = F.dropout(scores.softmax(-1), dropout_p) if dropout_p else scores.softmax(-1)
-    buckets = weights.new_zeros(*weights.shape[:-1], rel_keys.shape[-2]).scatter_add_(-1, rel, weights)
+    buckets = weights.new_zeros(*weights.shape[:-1], rel_keys.shape[-2])               # [B, H, Lq, 2k+1]
+    buckets = buckets.scatter_add_(-1, rel, weights)
     out = weights @ v + buckets @ rel_values
     return (out, weights) if return_weights else out
 
@@ -138,48 +215,77 @@ def relative_attention(q:Tensor, # queries `[batch, heads, q_len, head_dim]`
 class ShawRelativeAttention(nn.Module):
     "Multi-head self-attention with Shaw et al.'s clipped relative position vectors in keys and values."
     def __init__(self,
-                 d_model:int, # model width
-                 heads:int, # number of heads; must divide `d_model`
-                 max_distance:int, # clipping distance k: offsets beyond it share one vector
-                 dropout:float=0.0, # dropout on attention weights
+                 d_model:int, # model width (> 0)
+                 heads:int, # number of heads (> 0); must divide `d_model`
+                 max_distance:int, # clipping distance k (>= 0): offsets beyond it share one vector
+                 dropout:float=0.0, # dropout on attention weights, in [0, 1]
                  bias:bool=True, # biases in the projections
                  share_heads:bool=True, # one table for all heads (as in the paper) or one per head
                 ):
         super().__init__()
+        d_model, heads = _check_size(d_model, "d_model"), _check_size(heads, "heads")
+        max_distance = _check_size(max_distance, "max_distance", minimum=0)
         if d_model % heads: raise ValueError(f"heads={heads} must divide d_model={d_model}")
-        self.heads, self.head_dim, self.max_distance, self.dropout = heads, d_model // heads, max_distance, dropout
+        if not (isinstance(dropout, numbers.Real) and 0 <= dropout <= 1):
+            raise ValueError(f"dropout must be in [0, 1], got {dropout!r}")
+        self.heads, self.head_dim, self.max_distance = heads, d_model // heads, max_distance
+        self.dropout = dropout
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
-        shape = (2 * max_distance + 1, self.head_dim) if share_heads else (heads, 2 * max_distance + 1, self.head_dim)
+        shape = (2 * max_distance + 1, self.head_dim)
+        if not share_heads: shape = (heads, *shape)
         self.rel_keys = nn.Parameter(torch.randn(shape) * self.head_dim ** -0.5)
         self.rel_values = nn.Parameter(torch.randn(shape) * self.head_dim ** -0.5)
 
     def forward(self, x:Tensor, # `[batch, length, d_model]`
-                mask:Tensor|None=None, # bool, broadcastable to `[batch, heads, length, length]`; True = may attend
+                mask:Tensor|None=None, # bool, broadcasts to `[batch, heads, length, length]`; True = may attend
                ) -> Tensor: # `[batch, length, d_model]`
-        q, k, v = self.qkv(x).unflatten(-1, (3, self.heads, self.head_dim)).permute(2, 0, 3, 1, 4)
-        o = relative_attention(q, k, v, self.rel_keys, self.rel_values, mask, self.dropout if self.training else 0.0)
-        return self.out(o.transpose(1, 2).flatten(-2))
+        if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != self.heads * self.head_dim:
+            raise ValueError(f"x must be [batch, length, d_model={self.heads * self.head_dim}], "
+                             f"got {tuple(getattr(x, 'shape', ())) or type(x).__name__}")
+        qkv = self.qkv(x).unflatten(-1, (3, self.heads, self.head_dim))                # [B, L, 3, H, D]
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)                                            # 3 x [B, H, L, D]
+        p = self.dropout if self.training else 0.0
+        o = relative_attention(q, k, v, self.rel_keys, self.rel_values, mask, p)       # [B, H, L, D]
+        return self.out(o.transpose(1, 2).flatten(-2))                                  # [B, L, H*D]
 
 # %% ../nbs/00_sequence.ipynb #3ec82ea1
-def apply_rotary(x:Tensor, # `[batch, heads, length, dim]` (any leading dims; `length` is second to last)
-                 positions:Tensor|None=None, # `[length]` or `[batch, length]`; default `0 .. length-1`
+def apply_rotary(x:Tensor, # floating `[batch, heads, length, dim]` (any leading dims; `length` second to last)
+                 positions:Tensor|None=None, # integer `[length]` or `[batch, length]` in `[-2^31, 2^31)`
                  base:float=10000.0, # wavelength scale, as in `frequencies`
-                 interleaved:bool=True, # pairs `(x0, x1), (x2, x3)..` if True; halves `(x_i, x_{i+dim/2})` if False
+                 interleaved:bool=True, # pairs `(x0, x1), (x2, x3)..` if True; `(x_i, x_{i+dim/2})` if False
                 ) -> Tensor: # same shape and dtype as `x`
     "Rotate queries or keys by their positions (RoPE), so that scores depend on relative positions only."
+    if not isinstance(x, Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point tensor, got {getattr(x, 'dtype', type(x).__name__)}")
+    if x.ndim < 2: raise ValueError(f"x must be [..., length, dim], got shape {tuple(x.shape)}")
     *lead, length, dim = x.shape
-    if dim % 2: raise ValueError(f"RoPE rotates pairs of coordinates: the last dimension must be even, got {dim}")
+    if dim == 0 or dim % 2:
+        raise ValueError(f"RoPE rotates pairs of coordinates: the last dimension of x must be even and > 0, "
+                         f"got {dim} (x {tuple(x.shape)})")
     if positions is None: positions = torch.arange(length, device=x.device)
-    if positions.shape[-1] != length:
-        raise ValueError(f"positions {tuple(positions.shape)} do not match the sequence length {length} of x {tuple(x.shape)}")
-    if positions.ndim == 2 and x.ndim == 4: positions = positions[:, None]              # broadcast over heads
+    else:
+        _check_integer(positions, "positions")
+        if not (positions.ndim == 1 and positions.shape[0] == length or positions.ndim == 2 and x.ndim >= 3
+                and positions.shape[1] == length and positions.shape[0] in (1, x.shape[0])):
+            raise ValueError(f"positions must be [length] or [batch, length] for x [batch, ..., length, dim]: "
+                             f"got positions {tuple(positions.shape)} and x {tuple(x.shape)}")
+        if positions.numel() and not torch.compiler.is_compiling():
+            lo, hi = positions.aminmax()
+            if lo < -2**31 or hi >= 2**31:
+                bad = (positions < -2**31) | (positions >= 2**31)
+                idx = tuple(bad.nonzero()[0].tolist())
+                raise ValueError(f"position {positions[idx].item()} at index {idx} is outside [-2^31, 2^31), "
+                                 f"the range where apply_rotary computes angles to 1e-6 rad")
+        if positions.ndim == 2: positions = positions.view(positions.shape[0], *[1] * (x.ndim - 3), length)
     work = torch.promote_types(x.dtype, torch.float32)
-    angles = positions.to(work)[..., None] * frequencies(dim, base, x.device, work)     # [.., length, dim/2]
+    freqs = frequencies(dim, base, x.device, torch.float64)                            # [D/2]
+    angles = positions.to(torch.float64)[..., None] * freqs                             # [.., L, D/2]
+    if work != torch.float64: angles = angles.fmod_(2 * math.pi).to(work)               # reduce, then round
     xf = x.to(work)
     if interleaved:
         rot = torch.polar(torch.ones_like(angles), angles)
-        pairs = xf.reshape(*lead, length, dim // 2, 2)
+        pairs = xf.reshape(*lead, length, dim // 2, 2)                                  # [.., L, D/2, 2]
         if pairs.storage_offset() % 2 or any(s % 2 for s in pairs.stride()[:-1]): pairs = pairs.contiguous()
         return torch.view_as_real(torch.view_as_complex(pairs) * rot).flatten(-2).to(x.dtype)
     cos, sin = angles.cos(), angles.sin()

@@ -1,0 +1,266 @@
+"""Fuzz tests: random bytes, strings, nested structures and tensors (every dtype, empty and odd shapes, NaN, inf,
+huge values) thrown at every public reader and encoder. A call must return a result or raise a `ValueError` /
+`TypeError` with a non-empty message (for the encoders: one that names the offending argument). Anything else
+(IndexError, RuntimeError from torch, RecursionError, a YAML or NumPy error, a crash) is a failure.
+
+Few examples by default (the whole module takes well under a minute); `pytest --slow` runs many more.
+The cases are grouped by module, so that a failure points at the module that owns it."""
+import inspect
+import math
+import re
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from strategies import random_trees
+
+# ------------------------------------------------------------------------------------------------ the harness
+CALL_ERRORS = re.compile(r"unexpected keyword argument|required positional argument|positional arguments? but"
+                         r"|takes \d+ positional|missing \d+ required")
+
+
+def accepts(call, names=()):
+    "Run `call`: a result, or a ValueError/TypeError with a message (naming one of `names`, when given)."
+    try:
+        return call()
+    except (ValueError, TypeError) as e:
+        msg = str(e)
+        assert msg.strip(), f"{type(e).__name__} with an empty message"
+        assert not (isinstance(e, TypeError) and CALL_ERRORS.search(msg)), f"a signature mismatch, not a check: {msg}"
+        if names: assert any(n in msg for n in names), f"{type(e).__name__}({msg!r}) names none of {names}"
+        return None
+
+
+@pytest.fixture
+def fuzz(request):
+    "`fuzz(strategy, check)`: run `check` on examples of `strategy` (more of them under `--slow`)."
+    examples = 300 if request.config.getoption("--slow") else 12
+    def run(strategy, check):
+        @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+                  derandomize=not request.config.getoption("--slow"))
+        @given(strategy)
+        def inner(value): check(value)
+        inner()
+    return run
+
+
+INT_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+ALL_DTYPES = [torch.bool, *INT_DTYPES, *FLOAT_DTYPES, torch.complex64]
+nasty_floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                         st.sampled_from([0.0, -0.0, 1e300, -1e-300]), st.integers(-3, 12).map(float))
+
+
+@st.composite
+def tensors(draw, dtypes=ALL_DTYPES, max_ndim=4, max_side=4, shape=None):
+    "A small tensor of a random dtype and shape (sides may be 0), with small, huge, NaN and infinite values."
+    shape = tuple(draw(st.lists(st.integers(0, max_side), max_size=max_ndim))) if shape is None else tuple(shape)
+    dtype = draw(st.sampled_from(dtypes))
+    n = math.prod(shape)
+    if dtype == torch.bool: values = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    elif dtype.is_floating_point or dtype.is_complex: values = draw(st.lists(nasty_floats, min_size=n, max_size=n))
+    else:
+        info = torch.iinfo(dtype)
+        values = draw(st.lists(st.one_of(st.integers(max(info.min, -3), 12), st.integers(info.min, info.max)),
+                               min_size=n, max_size=n))
+    return torch.tensor(values, dtype=dtype).reshape(shape)
+
+
+sizes = st.integers(-2, 9)                           # sizes given to constructors: zero and negative included
+bases = st.sampled_from([10000.0, 2.0, 1.0, 0.0, -1.0, float("nan"), float("inf")])
+labels = st.one_of(st.text(max_size=4), st.integers(), st.none(), st.booleans(), st.floats())
+structures = st.recursive(labels, lambda kids: st.one_of(
+    st.lists(kids, max_size=4), st.tuples(labels, st.lists(kids, max_size=3)),
+    st.dictionaries(st.text(max_size=3), kids, max_size=3), st.tuples(kids), st.frozensets(st.integers(), max_size=3)),
+    max_leaves=12)
+
+
+def texts(alphabet):
+    return st.one_of(st.text(max_size=60), st.text(alphabet=alphabet, max_size=60))
+
+
+# ------------------------------------------------------------------------------------------------ sequence
+from treepe_nb.sequence import (LearnedPE, ShawRelativeAttention, SinusoidalPE, apply_rotary, check_range, frequencies,
+                                relative_attention, sinusoidal)
+
+
+def test_fuzz_sinusoidal(fuzz):
+    fuzz(st.tuples(st.one_of(tensors(), st.integers(-3, 9)), sizes, bases),
+         lambda a: accepts(lambda: sinusoidal(*a), ("positions", "d", "base")))
+
+
+def test_fuzz_frequencies_and_check_range(fuzz):
+    fuzz(st.tuples(st.one_of(sizes, st.floats(), st.booleans()), bases),
+         lambda a: accepts(lambda: frequencies(*a), ("d", "base")))
+    fuzz(st.tuples(tensors(), st.integers(-2, 9)), lambda a: accepts(lambda: check_range(*a), ("position",)))
+
+
+def test_fuzz_absolute_modules(fuzz):
+    def check(a):
+        cls, d_model, max_len, positions = a
+        pe = accepts(lambda: cls(d_model, max_len), ("d_model", "max_len"))
+        if pe is not None:
+            out = accepts(lambda: pe(positions), ("position",))
+            if out is not None: assert out.shape == (*positions.shape, d_model)
+    fuzz(st.tuples(st.sampled_from([SinusoidalPE, LearnedPE]), sizes, sizes, tensors()), check)
+
+
+def test_fuzz_apply_rotary(fuzz):
+    def check(a):
+        x, positions, base, interleaved = a
+        out = accepts(lambda: apply_rotary(x, positions, base, interleaved), ("x", "positions", "base"))
+        if out is not None: assert out.shape == x.shape and out.dtype == x.dtype
+    fuzz(st.tuples(tensors(max_ndim=4), st.one_of(st.none(), tensors(max_ndim=2, max_side=5)), bases, st.booleans()),
+         check)
+
+
+@st.composite
+def attention_args(draw):
+    "Mostly consistent q, k, v and tables, each dimension perturbed now and then."
+    B, H, Lq, Lk, D, K = (draw(st.integers(0, 3)) for _ in range(6))
+    def side(v): return draw(st.one_of(st.just(v), st.integers(0, 3)))
+    def t(*shape): return draw(tensors(dtypes=[torch.float32, torch.float64, torch.int64, torch.bool], shape=shape))
+    q = t(side(B), side(H), side(Lq), side(D))
+    k, v = t(side(B), side(H), side(Lk), side(D)), t(side(B), side(H), side(Lk), side(D))
+    table = draw(st.sampled_from([(side(2 * K + 1), side(D)), (side(H), side(2 * K + 1), side(D))]))
+    mask = draw(st.one_of(st.none(), tensors(dtypes=[torch.bool, torch.float32], shape=(side(Lq), side(Lk)))))
+    return q, k, v, t(*table), t(*table), mask
+
+
+def test_fuzz_relative_attention(fuzz):
+    fuzz(attention_args(), lambda a: accepts(lambda: relative_attention(*a),
+                                             ("q", "k", "v", "rel_keys", "rel_values", "mask")))
+    def module(a):
+        d_model, heads, max_distance, x = a
+        m = accepts(lambda: ShawRelativeAttention(d_model, heads, max_distance), ("d_model", "heads", "max_distance"))
+        if m is not None: accepts(lambda: m(x), ("x",))
+    fuzz(st.tuples(sizes, sizes, sizes, tensors(dtypes=FLOAT_DTYPES[2:], max_ndim=3, max_side=8)), module)
+
+
+# ------------------------------------------------------------------------------------------------ trees
+# These run against the trees module (owned by the trees branch); failures there belong to that module.
+from treepe_nb.trees import Tree, TreePositions
+
+SEXPR = "()ab1 \"\\;\n"
+JSON = '{}[]:,"0123456789.eE-+ abtrunlfs\\'
+YAML = "-:?,[]{}&*!|>#'\"% \n\tab1<<~@`"
+PY = "def():\n (x)=+1,'\"#@ \\\tclass lambda yield async"
+CONLLU = "0123456789\t_-.#=\n abNOUNroot"
+
+
+@pytest.mark.parametrize("reader, strategy", [
+    (Tree.from_sexpr, texts(SEXPR)),
+    (Tree.from_json, st.one_of(texts(JSON), structures, st.binary(max_size=20))),
+    (Tree.from_yaml, st.one_of(texts(YAML), st.binary(max_size=30))),
+    (Tree.from_nested, structures),
+    (Tree.from_python_ast, st.one_of(texts(PY), st.binary(max_size=20), st.integers())),
+    (Tree.from_conllu, st.one_of(texts(CONLLU), st.binary(max_size=20))),
+], ids=["from_sexpr", "from_json", "from_yaml", "from_nested", "from_python_ast", "from_conllu"])
+def test_fuzz_tree_readers(fuzz, reader, strategy):
+    fuzz(strategy, lambda value: accepts(lambda: reader(value)))
+
+
+def test_fuzz_from_parents(fuzz):
+    fuzz(st.tuples(st.lists(labels, max_size=6), st.one_of(st.lists(st.integers(-3, 7), max_size=7),
+                                                             st.lists(st.floats(), max_size=3), structures)),
+         lambda a: accepts(lambda: Tree.from_parents(*a), ("parent", "label")))
+
+
+def test_fuzz_yaml_readers(fuzz):
+    from treepe_nb.additive import yaml_documents, yaml_nodes
+    def check(text):
+        accepts(lambda: yaml_nodes(text, max_nodes=200))
+        accepts(lambda: yaml_documents(text, max_nodes=200))
+    fuzz(st.one_of(texts(YAML), st.binary(max_size=40), st.integers(), structures), check)
+
+
+@st.composite
+def tree_positions(draw):
+    "Valid positions of random trees, or raw random tensors (which the constructor must check)."
+    if draw(st.booleans()):
+        tree = draw(random_trees(max_nodes=12, max_branching=draw(st.integers(1, 4))))
+        max_depth = draw(st.integers(0, 8))
+        return accepts(lambda: tree.positions(max_depth=max_depth), ("max_depth",))
+    paths = draw(tensors(dtypes=[torch.int64, torch.int32, torch.float32, torch.bool], max_ndim=3))
+    depth = draw(tensors(dtypes=[torch.int64, torch.int32, torch.float32], shape=paths.shape[:-1]
+                         if paths.ndim and draw(st.booleans()) else tuple(draw(st.lists(st.integers(0, 3), max_size=2)))))
+    return accepts(lambda: TreePositions(paths, depth))
+
+
+# ------------------------------------------------------------------------------------------------ stack
+def test_fuzz_stack(fuzz):
+    from treepe_nb.stack import TreePositionalEncoding, stack_encode
+    def check(a):
+        positions, n, max_depth, d_model = a
+        if positions is None: return
+        accepts(lambda: stack_encode(positions, n, max_depth), ("n", "max_depth", "positions", "depth", "slot"))
+        pe = accepts(lambda: TreePositionalEncoding(d_model, n=n, max_depth=max_depth), ("d_model", "n", "max_depth"))
+        if pe is not None: accepts(lambda: pe(positions), ("n", "max_depth", "positions", "depth", "slot"))
+    fuzz(st.tuples(tree_positions(), sizes, sizes, sizes), check)
+
+
+# ------------------------------------------------------------------------------------------------ algebraic
+def test_fuzz_algebraic(fuzz):
+    from treepe_nb.algebraic import GridAPE, SequenceAPE, TreeAPE
+    def check(a):
+        kind, dim, heads, extra, positions, x = a
+        make = {"seq": lambda: SequenceAPE(dim, heads=heads), "tree": lambda: TreeAPE(dim, n=extra, heads=heads),
+                "grid": lambda: GridAPE(dim, heads=heads, axes=extra)}[kind]
+        ape = accepts(make, ("dim", "heads", "n", "axes"))
+        if ape is None or positions is None: return
+        names = ("positions", "coords", "x", "n", "depth", "slot", "max_depth", "dim", "heads")
+        accepts(lambda: ape.maps(positions), names)
+        accepts(lambda: ape.rotate(x, positions), names)
+    seq_pos = tensors(dtypes=[torch.int64, torch.int32, torch.float32, torch.bool], max_ndim=3)
+    fuzz(st.one_of(
+        st.tuples(st.just("seq"), sizes, sizes, st.just(None), seq_pos, tensors(dtypes=ALL_DTYPES, max_ndim=4)),
+        st.tuples(st.just("grid"), sizes, sizes, sizes, seq_pos, tensors(dtypes=ALL_DTYPES, max_ndim=4)),
+        st.tuples(st.just("tree"), sizes, sizes, sizes, tree_positions(), tensors(dtypes=ALL_DTYPES, max_ndim=4))),
+        check)
+
+
+# ------------------------------------------------------------------------------------------------ additive
+def test_fuzz_additive(fuzz):
+    from treepe_nb.additive import AdditiveTreePE
+    def check(a):
+        d_model, max_depth, max_sibling, num_types, positions, kinds = a
+        pe = accepts(lambda: AdditiveTreePE(d_model=d_model, max_depth=max_depth, max_sibling=max_sibling,
+                                            num_types=num_types), ("d_model", "max_depth", "max_sibling", "num_types"))
+        if pe is not None and positions is not None:
+            accepts(lambda: pe(positions, kinds), ("positions", "kinds", "depth", "sibling", "max_depth", "num_types"))
+    fuzz(st.tuples(sizes, sizes, sizes, sizes, tree_positions(), tensors(max_ndim=2)), check)
+
+
+# ------------------------------------------------------------------------------------------------ tracking
+def test_fuzz_tracking(fuzz):
+    from treepe_nb.tracking import ArityVocab, TreeTracker
+    def check(a):
+        order, batch, n, max_depth, steps = a
+        tracker = accepts(lambda: TreeTracker(order, batch_size=batch, n=n, max_depth=max_depth),
+                          ("order", "batch_size", "n", "max_depth"))
+        if tracker is None: return
+        for child_slots in steps:
+            if accepts(lambda: tracker.step(child_slots), ("child_slots", "n", "max_depth", "batch")) is None: break
+    fuzz(st.tuples(st.sampled_from(["dfs", "bfs", "x"]), sizes, sizes, sizes,
+                   st.lists(tensors(dtypes=[torch.bool, torch.int64, torch.float32], max_ndim=3), max_size=6)), check)
+    def vocab(a):
+        symbols, n, ids = a
+        v = accepts(lambda: ArityVocab(symbols, n), ("n", "slot", "symbol"))
+        if v is not None: accepts(lambda: v.child_slots(ids), ("ids",))
+    fuzz(st.tuples(st.lists(st.tuples(labels, st.lists(st.integers(-2, 5), max_size=3)), max_size=5), sizes,
+                   tensors(max_ndim=2)), vocab)
+
+
+# ------------------------------------------------------------------------------------------------ signatures
+def test_public_signatures_use_one_vocabulary():
+    "The names the fuzz cases call with (a mismatch would otherwise hide as an accepted TypeError)."
+    from treepe_nb.additive import AdditiveTreePE
+    from treepe_nb.algebraic import TreeAPE
+    from treepe_nb.stack import TreePositionalEncoding, stack_encode
+    def params(f): return list(inspect.signature(f).parameters)
+    assert params(SinusoidalPE)[:2] == params(LearnedPE)[:2] == ["d_model", "max_len"]
+    assert params(stack_encode)[:3] == ["positions", "n", "max_depth"]
+    assert params(TreePositionalEncoding)[:3] == ["d_model", "n", "max_depth"]
+    assert params(TreeAPE)[:3] == ["dim", "n", "heads"]
+    assert params(AdditiveTreePE.forward)[1:3] == ["positions", "kinds"]
