@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['DocRenderer']
 
-# %% ../nbs/index.ipynb #31f53651
+# %% ../nbs/index.ipynb #a893fe26
 from fastcore.docments import MarkdownRenderer
 
 class DocRenderer(MarkdownRenderer):
