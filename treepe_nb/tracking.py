@@ -96,6 +96,7 @@ class _Backend:
         if self.numpy and self.device.type != "cpu": raise ValueError(f"the numpy backend runs on the CPU, not on {self.device}")
         lib = np if self.numpy else torch
         self.where, self.stack, self.int8, self.long = lib.where, lib.stack, lib.int8, lib.int64
+        self.cat = np.concatenate if self.numpy else torch.cat
         self.bool = np.bool_ if self.numpy else torch.bool
 
     def full(self, shape, value, dtype):
@@ -118,35 +119,49 @@ class TreeTracker:
                  max_nodes:int=4096, # node budget per tree (and the breadth-first queue's capacity)
                  errors:str="raise", # "raise": a bad step is a ValueError; "flag": the row is marked `failed` and stops
                  device=None, # where the state and the returned positions live (default: the CPU)
-                 backend:str|None=None, # None: numpy on the CPU, torch elsewhere; "torch" forces torch (e.g. for torch.compile)
+                 backend:str|None=None, # None: numpy on the CPU, torch elsewhere; "torch" forces torch (torch.compile)
                 ):
         if order not in ("dfs", "bfs"): raise ValueError(f"order must be 'dfs' or 'bfs', got {order!r}")
         if errors not in ("raise", "flag"): raise ValueError(f"errors must be 'raise' or 'flag', got {errors!r}")
+        for name, v in (("batch_size", batch_size), ("n", n), ("max_depth", max_depth), ("max_nodes", max_nodes)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                raise TypeError(f"{name} must be an int, got {type(v).__name__}")
         if not (1 <= n <= 127 and max_depth >= 0 and max_nodes >= 1 and batch_size >= 1):
             raise ValueError(f"need 1 <= n <= 127, max_depth >= 0, max_nodes >= 1, batch_size >= 1; got n={n}, "
                              f"max_depth={max_depth}, max_nodes={max_nodes}, batch_size={batch_size}")
         self.order, self.n, self.max_depth, self.max_nodes, self.errors = order, n, max_depth, max_nodes, errors
         self._x = x = _Backend(device, backend)
         B, K = batch_size, max_depth
-        # Positions announced but not generated yet: a stack for dfs (at most n-1 waiting siblings per level, plus
-        # the children just pushed) or a queue for bfs (bounded by the node budget). Two extra rows: C is a sink for
-        # the slots a node does not have, C + 1 stays empty and is what finished rows read.
+        # Positions announced but not generated yet, one entry (slot, column = depth - 1, parent's step) each: a stack
+        # for dfs (at most n-1 waiting siblings per level plus the children just pushed) or a queue for bfs (bounded
+        # by the node budget). Two extra entries: C is a sink for the slots a node does not have, C + 1 is the padding
+        # entry that finished rows read (depth -1).
         self.capacity = C = (n - 1) * K + 1 if order == "dfs" else max_nodes
-        self._pending = x.full((B, C + 2, K), -1, x.int8)                  # root paths of the waiting positions
-        self._pending_meta = x.full((B, C + 2, 2), -1, x.long)             # (parent's step, depth) of each
+        self._pending = x.full((B, C + 2, 3), -1, x.long)
+        self._pending[:, C + 1, 1] = -2
+        # The root path of the next node, two columns wider than K: a node writes its own slot at column depth - 1,
+        # which is -1 (column K + 1) for a root and -2 (column K) for padding, so neither needs a special case.
+        self._cols = x.arange(K + 2, x.long)[None, :]
+        if order == "bfs":
+            # The parent of a breadth-first node is not on the current path: keep the path of every emitted node, by
+            # step (a tree of max_nodes nodes is at most max_nodes - 1 deep, so no wider than that), plus a sink.
+            self._width = min(K, max_nodes - 1) + 2
+            self._emitted_paths = x.full((B, max_nodes + 1, self._width), -1, x.int8)
+            self._fill = x.full((B, K + 2 - self._width), -1, x.int8)        # the columns no path reaches
         self._head, self._tail, self._emitted = (x.full((B,), 0, x.long) for _ in range(3))
         self._done, self._failed = x.full((B,), False, x.bool), x.full((B,), False, x.bool)
-        self._rows, self._columns = x.arange(B, x.long), x.arange(K, x.long)[None, :]
-        self._slot_values, self._zero = x.arange(n, x.int8)[None, :, None], x.full((1,), 0, x.long)
+        self._rows, self._zero, self._zeros = x.arange(B, x.long), x.full((1,), 0, x.long), x.full((B,), 0, x.long)
+        self._slot_entries = x.stack((x.arange(n, x.long),) + (x.full((n,), 0, x.long),) * 2, -1)[None]  # [1, n, 3]
         self._room = x.full((B,), max_nodes - 1, x.long)                    # children the next node may still announce
-        self._set_next(x.full((B, K), -1, x.int8), x.full((B, 2), -1, x.long) + x.arange(2, x.long))  # the root
+        self._set_next(x.full((B, K + 2), -1, x.int8), x.full((B, 3), -1, x.long))    # the root: slot -1, column -1
 
-    def _set_next(self, path, meta):
-        "Make `path` (with `meta` = (parent's step, depth)) the next node, and precompute what `step` needs of it."
-        self._path, self._parent, self._depth = path, meta[:, 0], meta[:, 1]
+    def _set_next(self, path, entry):
+        "Make `path` (`[B, K + 2]`, of the node `entry`) the next node, and precompute what `step` needs of it."
+        self._path, self._parent, self._depth = path, entry[:, 2], entry[:, 1] + 1
         self._leaf_only = self._done | (self._depth >= self.max_depth)     # no children allowed here
-        self._at_depth = (self._columns == self._depth[:, None])[:, None, :]   # where a child writes its slot
-        self._child_meta = self._x.stack((self._emitted, self._depth + 1), -1)[:, None, :]
+        # the entries of its children: (slot, column = this node's depth, parent = this node's step)
+        self._child_entries = self._slot_entries + self._x.stack((self._zeros, self._depth, self._emitted),
+                                                                 -1)[:, None, :]
 
     @property
     def batch_size(self) -> int: return len(self._done)
@@ -174,16 +189,27 @@ class TreeTracker:
     @property
     def position(self) -> TreePositions:
         "Root path and depth of the node each row generates next (`[batch, max_depth]`; depth -1 once a row is done)."
-        return TreePositions(self._x.tensor(self._path + self._zero), self._x.tensor(self._depth))
+        return TreePositions(self._x.tensor(self._path[:, :self.max_depth] + self._zero),
+                             self._x.tensor(self._depth), trusted=True)
 
-    def step(self, child_slots:Tensor # `[batch, n]` bool: which child slots the node just generated has
-            ) -> TreePositions: # the position of the next node, as `position`
-        "Record the node just generated in every unfinished row and move each row to its next position."
-        B, n, K, C, x = self.batch_size, self.n, self.max_depth, self.capacity, self._x
+    def _child_slots(self, child_slots):
+        "`child_slots` as a backend array, or a `TypeError`/`ValueError` saying what `step` expects."
+        B, n = self.batch_size, self.n
+        if not isinstance(child_slots, Tensor):
+            raise TypeError(f"child_slots must be a torch.Tensor of dtype bool, shape [batch_size={B}, n={n}]; "
+                            f"got {type(child_slots).__name__} (use ArityVocab.child_slots(token_ids))")
+        if child_slots.dtype != torch.bool:
+            raise TypeError(f"child_slots must have dtype torch.bool (True where the node has a child), got "
+                            f"{child_slots.dtype}; compare an integer pattern with 0 first (`pattern != 0`)")
         if tuple(child_slots.shape) != (B, n):
             raise ValueError(f"child_slots must have shape [batch_size={B}, n={n}], got {list(child_slots.shape)}")
-        has = x.array(child_slots)
-        if has.dtype != x.bool: has = has != 0
+        return self._x.array(child_slots)
+
+    def step(self, child_slots:Tensor # `[batch, n]` bool, any device: which child slots the node just generated has
+            ) -> TreePositions: # the position of the next node, as `position`
+        "Record the node just generated in every unfinished row and move each row to its next position."
+        C, x = self.capacity, self._x
+        has = self._child_slots(child_slots)
         rank = has.cumsum(-1)                                                   # 1-based rank among the children
         count = rank[:, -1]
         bad = ((count > 0) & self._leaf_only) | (count > self._room)
@@ -192,13 +218,12 @@ class TreeTracker:
         else:
             self._failed = self._failed | (bad & ~self._done)                  # a finished tree stays good
             has, count, rank = has & ~bad[:, None], count * ~bad, rank * ~bad[:, None]
-        # push the children: this node's path with the child's slot written at this node's depth
-        kids = x.where(self._at_depth, self._slot_values, self._path[:, None, :])    # [B, n, K]
+        # push one entry per child: on top of the stack (dfs, smallest slot on top) or at the back of the queue (bfs)
         top = self._tail + count
-        where_to = top[:, None] - rank if self.order == "dfs" else self._tail[:, None] - 1 + rank   # smallest slot
-        dest = x.where(has, where_to, C)                                        # on top of the stack / first in line
-        self._pending[self._rows[:, None], dest] = kids
-        self._pending_meta[self._rows[:, None], dest] = self._child_meta
+        where_to = top[:, None] - rank if self.order == "dfs" else self._tail[:, None] - 1 + rank
+        self._pending[self._rows[:, None], x.where(has, where_to, C)] = self._child_entries     # [B, n, 3]
+        if self.order == "bfs":                                  # keep this node's path for its children (by step)
+            self._emitted_paths[self._rows, self._emitted] = self._path[:, :self._width]
         self._room = self._room - count
         self._emitted = self._emitted + ~(self._done | bad)
         live = ~(self._done | bad | (top == self._head))
@@ -206,7 +231,14 @@ class TreeTracker:
         # pop the next node: the top of the stack (dfs) or the head of the queue (bfs); finished rows read padding
         if self.order == "dfs": take, self._tail = x.where(live, top - 1, C + 1), top - (live + self._zero)
         else: take, self._tail, self._head = x.where(live, self._head, C + 1), top, self._head + live
-        self._set_next(self._pending[self._rows, take], self._pending_meta[self._rows, take])
+        entry = self._pending[self._rows, take]                                 # [B, 3]: slot, column, parent
+        # its root path: its parent's path, then its slot at column depth - 1 (-1 / -2: the spare columns). Depth-first,
+        # the parent is on the current path (cut it there); breadth-first, its path is in the table (a fresh copy).
+        if self.order == "dfs": path = x.where(self._cols < entry[:, 1:2], self._path, -1)   # [B, K + 2] int8
+        else: path = self._emitted_paths[self._rows, entry[:, 2]]                              # [B, width] int8
+        path[self._rows, entry[:, 1]] = entry[:, 0] if x.numpy else entry[:, 0].to(torch.int8)
+        if self.order == "bfs" and self._fill.shape[1]: path = x.cat((path[:, :-2], self._fill, path[:, -2:]), 1)
+        self._set_next(path, entry)
         return self.position
 
     def _raise(self, has, count, bad):
