@@ -8,6 +8,7 @@ from typing import Hashable, Iterable, Sequence
 import numpy as np
 import torch
 from torch import Tensor
+from fastcore.basics import patch
 from .trees import Tree, TreePositions, _children_csr
 
 # %% auto #0
@@ -47,35 +48,64 @@ class ArityVocab:
 
     @classmethod
     def from_trees(cls, trees:Iterable[Tree], # the trees the vocabulary must cover
-                   n:int|None=None, # branching factor (default: the largest slot seen + 1)
+                   n:int|None=None, # branching factor (None: the largest slot seen + 1, at least 1)
                   ) -> ArityVocab:
         "Every `(label, child-slot pattern)` of the trees, in order of first appearance."
+        if n is not None and (not isinstance(n, (int, np.integer)) or isinstance(n, bool)):
+            raise TypeError(f"n must be an int or None, got {type(n).__name__}")
+        if n is not None and n < 1: raise ValueError(f"the branching factor n must be >= 1, got {n}")
         seen = {}
-        for t in trees:
+        for b, t in enumerate(trees):
+            if not isinstance(t, Tree): raise TypeError(f"item {b} of trees is a {type(t).__name__}, not a Tree")
             for key in zip(t.labels, child_patterns(t)): seen.setdefault(key, None)
-        width = max((p[-1] + 1 for _, p in seen if p), default=1)
-        return cls(seen, n or width)
+        widest = max(seen, key=lambda k: k[1][-1] if k[1] else -1, default=None)
+        width = widest[1][-1] + 1 if widest is not None and widest[1] else 1
+        if n is not None and n < width:
+            raise ValueError(f"n={n}, but the trees have a node {widest[0]!r} with a child in slot {width - 1}; "
+                             f"pass n >= {width}, or binarize the trees with Tree.lcrs() (n=2)")
+        return cls(seen, width if n is None else n)
 
     def __len__(self): return len(self.symbols)
     def __repr__(self): return f"ArityVocab({len(self)} tokens, n={self.n})"
 
     def name(self, i:int) -> str:
         "A readable name: the label, then `/` and one character per slot (`1` child, `0` empty), e.g. `+/11`."
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise TypeError(f"a token id must be an int, got {type(i).__name__}")
+        if not 0 <= i < len(self): raise ValueError(f"token id {i} is outside the vocabulary (size {len(self)})")
         label, pattern = self.symbols[i]
         if pattern is None: return label
         return f"{label}/" + "".join("1" if s in pattern else "0" for s in range(self.n))
 
-    def child_slots(self, ids:Tensor) -> Tensor:
-        "The child-slot patterns of token ids, `[*ids.shape, n]` bool, on the ids' device (feeds `TreeTracker.step`)."
+    def child_slots(self, ids:Tensor, # integer token ids, any shape, any device
+                   ) -> Tensor: # `[*ids.shape, n]` bool, on the ids' device
+        "The child-slot patterns of token ids (what `TreeTracker.step` reads); an id outside the vocabulary is an error."
+        self.check_ids(ids)
         table = self._tables.get(ids.device)
         if table is None: table = self._tables[ids.device] = self.child_slot_table.to(ids.device)
         return table[ids]
+
+    def check_ids(self, ids:Tensor, # token ids
+                  what:str="ids", # the argument's name in error messages
+                 ) -> Tensor: # `ids`
+        "`ids` if it is an integer tensor of ids in `0 .. len(self) - 1`; else a `TypeError`/`ValueError` naming the id."
+        if not isinstance(ids, Tensor): raise TypeError(f"{what} must be a torch.Tensor of token ids, got {type(ids).__name__}")
+        if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+            raise TypeError(f"{what} must hold integer token ids, got dtype {ids.dtype}")
+        if torch.compiler.is_compiling() or ids.numel() == 0: return ids
+        low, high = torch.aminmax(ids)
+        if int(low) < 0 or int(high) >= len(self):
+            i = tuple(((ids < 0) | (ids >= len(self))).nonzero()[0].tolist())
+            raise ValueError(f"{what}: id {int(ids[i])} at index {i} is outside the vocabulary (size {len(self)}: ids "
+                             f"0..{len(self) - 1})")
+        return ids
 
     def encode(self, tree:Tree, # the tree to linearise
                order:str="dfs", # "dfs" (preorder) or "bfs" (level order)
                special:bool=False, # add `<start>` first and `<end>` last
               ) -> Tensor: # token ids, LongTensor `[nodes (+2)]`
         "Token ids of the nodes of `tree` in `order`; a `(label, pattern)` outside the vocabulary is a `ValueError`."
+        if not isinstance(tree, Tree): raise TypeError(f"tree must be a Tree, got {type(tree).__name__}")
         keys = list(zip(tree.labels, child_patterns(tree)))
         ids = [self._ids.get(key, -1) for key in keys]
         if -1 in ids:
@@ -84,7 +114,6 @@ class ArityVocab:
         ids = torch.tensor(ids, dtype=torch.long)[torch.from_numpy(tree.order(order))]
         if special: ids = torch.cat([ids.new_tensor([self.start]), ids, ids.new_tensor([self.end])])
         return ids
-
 
 # %% ../nbs/03_tracking.ipynb #77204b56
 class _Backend:
@@ -132,34 +161,35 @@ class TreeTracker:
         self.order, self.n, self.max_depth, self.max_nodes, self.errors = order, n, max_depth, max_nodes, errors
         self._x = x = _Backend(device, backend)
         B, K = batch_size, max_depth
-        # Positions announced but not generated yet, one entry (slot, column = depth - 1, parent's step) each: a stack
-        # for dfs (at most n-1 waiting siblings per level plus the children just pushed) or a queue for bfs (bounded
-        # by the node budget). Two extra entries: C is a sink for the slots a node does not have, C + 1 is the padding
-        # entry that finished rows read (depth -1).
+        # Positions announced but not generated yet, one entry (slot, depth, parent's step) each: a stack for dfs (at
+        # most n-1 waiting siblings per level plus the children just pushed) or a queue for bfs (bounded by the node
+        # budget). Two extra entries: C is a sink for the slots a node does not have, C + 1 is the padding entry
+        # (-1, -1, -1) that finished rows read.
         self.capacity = C = (n - 1) * K + 1 if order == "dfs" else max_nodes
         self._pending = x.full((B, C + 2, 3), -1, x.long)
-        self._pending[:, C + 1, 1] = -2
-        # The root path of the next node, two columns wider than K: a node writes its own slot at column depth - 1,
-        # which is -1 (column K + 1) for a root and -2 (column K) for padding, so neither needs a special case.
+        # The root path of the next node in columns 1..K of a [B, K + 2] buffer: a node writes its own slot at column
+        # `depth`, so a root writes into the spare column 0 and padding (depth -1) into the spare column K + 1.
         self._cols = x.arange(K + 2, x.long)[None, :]
         if order == "bfs":
             # The parent of a breadth-first node is not on the current path: keep the path of every emitted node, by
             # step (a tree of max_nodes nodes is at most max_nodes - 1 deep, so no wider than that), plus a sink.
-            self._width = min(K, max_nodes - 1) + 2
+            self._width = min(K, max_nodes - 1) + 2                            # buffer columns kept per node
             self._emitted_paths = x.full((B, max_nodes + 1, self._width), -1, x.int8)
             self._fill = x.full((B, K + 2 - self._width), -1, x.int8)        # the columns no path reaches
         self._head, self._tail, self._emitted = (x.full((B,), 0, x.long) for _ in range(3))
         self._done, self._failed = x.full((B,), False, x.bool), x.full((B,), False, x.bool)
         self._rows, self._zero, self._zeros = x.arange(B, x.long), x.full((1,), 0, x.long), x.full((B,), 0, x.long)
-        self._slot_entries = x.stack((x.arange(n, x.long),) + (x.full((n,), 0, x.long),) * 2, -1)[None]  # [1, n, 3]
+        self._slot_entries = x.stack((x.arange(n, x.long), x.full((n,), 1, x.long), x.full((n,), 0, x.long)),
+                                     -1)[None]                              # [1, n, 3]: (slot, +1 depth, +0 step)
         self._room = x.full((B,), max_nodes - 1, x.long)                    # children the next node may still announce
-        self._set_next(x.full((B, K + 2), -1, x.int8), x.full((B, 3), -1, x.long))    # the root: slot -1, column -1
+        root = x.full((B, 3), -1, x.long); root[:, 1] = 0                   # slot -1, depth 0, no parent
+        self._set_next(x.full((B, K + 2), -1, x.int8), root)
 
     def _set_next(self, path, entry):
         "Make `path` (`[B, K + 2]`, of the node `entry`) the next node, and precompute what `step` needs of it."
-        self._path, self._parent, self._depth = path, entry[:, 2], entry[:, 1] + 1
+        self._path, self._parent, self._depth = path, entry[:, 2], entry[:, 1]
         self._leaf_only = self._done | (self._depth >= self.max_depth)     # no children allowed here
-        # the entries of its children: (slot, column = this node's depth, parent = this node's step)
+        # the entries of its children: (slot, this node's depth + 1, this node's step)
         self._child_entries = self._slot_entries + self._x.stack((self._zeros, self._depth, self._emitted),
                                                                  -1)[:, None, :]
 
@@ -189,7 +219,7 @@ class TreeTracker:
     @property
     def position(self) -> TreePositions:
         "Root path and depth of the node each row generates next (`[batch, max_depth]`; depth -1 once a row is done)."
-        return TreePositions(self._x.tensor(self._path[:, :self.max_depth] + self._zero),
+        return TreePositions(self._x.tensor(self._path[:, 1:self.max_depth + 1] + self._zero),
                              self._x.tensor(self._depth), trusted=True)
 
     def _child_slots(self, child_slots):
@@ -231,13 +261,13 @@ class TreeTracker:
         # pop the next node: the top of the stack (dfs) or the head of the queue (bfs); finished rows read padding
         if self.order == "dfs": take, self._tail = x.where(live, top - 1, C + 1), top - (live + self._zero)
         else: take, self._tail, self._head = x.where(live, self._head, C + 1), top, self._head + live
-        entry = self._pending[self._rows, take]                                 # [B, 3]: slot, column, parent
-        # its root path: its parent's path, then its slot at column depth - 1 (-1 / -2: the spare columns). Depth-first,
-        # the parent is on the current path (cut it there); breadth-first, its path is in the table (a fresh copy).
+        entry = self._pending[self._rows, take]                                 # [B, 3]: slot, depth, parent
+        # its root path: its parent's path, then its slot at column `depth`. Depth-first, the parent is on the
+        # current path (cut it there); breadth-first, its path is in the table (indexing makes a fresh copy).
         if self.order == "dfs": path = x.where(self._cols < entry[:, 1:2], self._path, -1)   # [B, K + 2] int8
         else: path = self._emitted_paths[self._rows, entry[:, 2]]                              # [B, width] int8
         path[self._rows, entry[:, 1]] = entry[:, 0] if x.numpy else entry[:, 0].to(torch.int8)
-        if self.order == "bfs" and self._fill.shape[1]: path = x.cat((path[:, :-2], self._fill, path[:, -2:]), 1)
+        if self.order == "bfs" and self._fill.shape[1]: path = x.cat((path[:, :-1], self._fill, path[:, -1:]), 1)
         self._set_next(path, entry)
         return self.position
 
@@ -248,7 +278,7 @@ class TreeTracker:
         if bool(self._done[r]):
             raise ValueError(f"row {r}: the tree is already complete ({made} nodes), but got a node with children "
                              f"in slots {slots}")
-        where = f"row {r}, node {made} (path {self._path[r, :depth].tolist()})"
+        where = f"row {r}, node {made} (path {self._path[r, 1:depth + 1].tolist()})"
         if count[r] > 0 and depth >= self.max_depth:
             raise ValueError(f"{where} is at depth {depth} = max_depth and cannot have children (got slots {slots}); "
                              f"raise max_depth, or restrict the tokens with `allowed`")
@@ -265,16 +295,21 @@ class TreeTracker:
         return x.tensor(x.where(self._done[:, None], (ids == vocab.pad) | (ids == vocab.end), ok))
 
 # %% ../nbs/03_tracking.ipynb #1116ca2d
-def _decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` token ids (a leading `<start>` column is skipped)
-                  order:str="dfs", # the order the ids were generated in
-                  max_depth:int=256, # deepest depth the trees may have (a deeper one is a ValueError that says so)
-                 ) -> list[Tree]:
+@patch
+def decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` integer token ids (a leading `<start>` column is skipped)
+                 order:str="dfs", # the order the ids were generated in
+                 max_depth:int=256, # deepest depth the trees may have (a deeper one is a ValueError that says so)
+                ) -> list[Tree]:
     "Rebuild the trees of a batch of token sequences; `<end>`/`<pad>` may follow a complete tree, nothing else."
+    if not isinstance(ids, Tensor): raise TypeError(f"ids must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+        raise TypeError(f"ids must hold integer token ids, got dtype {ids.dtype}")
     if ids.ndim != 2: raise ValueError(f"ids must be [batch, length], got shape {list(ids.shape)}")
     if ids.shape[1] and bool((ids[:, 0] == self.start).all()): ids = ids[:, 1:]
     B, T = ids.shape
-    if bool(((ids < 0) | (ids >= len(self))).any()):
-        b, t = ((ids < 0) | (ids >= len(self))).nonzero()[0].tolist()
+    outside = (ids < 0) | (ids >= len(self))
+    if bool(outside.any()):
+        b, t = outside.nonzero()[0].tolist()
         raise ValueError(f"row {b}, token {t}: id {int(ids[b, t])} is outside the vocabulary (size {len(self)})")
     # every announced position fits in the budget n*T + 1, so only the sequence itself can be wrong
     tracker = TreeTracker(order, B, self.n, min(max_depth, T), self.n * T + 1, device=ids.device)
@@ -288,8 +323,7 @@ def _decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` token ids (a 
             what = "comes after the tree is complete" if node[b, t] else "is a special token inside the tree"
             raise ValueError(f"row {b}, token {t} ({self.name(int(ids[b, t]))}) {what}")
         parent[:, t] = tracker.parent_index
-        pos = tracker.position
-        if tracker.max_depth: slot[:, t] = pos.paths.gather(1, (pos.depth - 1).clamp(min=0)[:, None]).squeeze(1)
+        slot[:, t] = tracker.position.slot
         tracker.step(slots[:, t])
     if not bool(tracker.done.all()):
         b = int((~tracker.done).nonzero()[0])
@@ -306,11 +340,13 @@ def _decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` token ids (a 
         trees.append(Tree(labels, par, np.where(par < 0, -1, slt)))
     return trees
 
-def _decode(self:ArityVocab, ids:Tensor, # `[length]` token ids, e.g. from `encode`
-            order:str="dfs", # the order the ids were generated in
-            max_depth:int=256, # deepest depth the tree may have
-           ) -> Tree:
+# %% ../nbs/03_tracking.ipynb #66390540
+@patch
+def decode(self:ArityVocab, ids:Tensor, # `[length]` integer token ids, e.g. from `encode`
+           order:str="dfs", # the order the ids were generated in
+           max_depth:int=256, # deepest depth the tree may have
+          ) -> Tree:
     "The tree of one token sequence (the inverse of `encode`)."
+    if not isinstance(ids, Tensor): raise TypeError(f"ids must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.ndim != 1: raise ValueError(f"ids must be [length] (use decode_batch for a batch), got shape {list(ids.shape)}")
     return self.decode_batch(ids[None], order, max_depth)[0]
-
-ArityVocab.decode_batch, ArityVocab.decode = _decode_batch, _decode

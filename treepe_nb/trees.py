@@ -545,7 +545,7 @@ def batch_positions(trees:Sequence[Tree], # the trees of one batch
     out_depth[tree_of, local] = depth[idx]
     return TreePositions(torch.from_numpy(out_paths), torch.from_numpy(out_depth), trusted=True)
 
-# %% ../nbs/01_trees.ipynb #ac5438f8
+# %% ../nbs/01_trees.ipynb #88d1e235
 @patch
 def check(self:TreePositions,
           n:int|None=None, # branching factor: slots must be in 0 .. n-1 (None: any slot >= 0)
@@ -591,7 +591,7 @@ def check(self:TreePositions,
                          f"0..{n - 1}; binarize the trees with Tree.lcrs() (n=2) or raise n")
     return self
 
-# %% ../nbs/01_trees.ipynb #075880ac
+# %% ../nbs/01_trees.ipynb #e69c9be2
 @patch(as_prop=True)
 def slot(self:TreePositions) -> Tensor: # `[*batch]`
     "Each node's own child slot (the last step of its root path); -1 for roots and padding."
