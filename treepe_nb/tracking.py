@@ -23,7 +23,7 @@ def child_patterns(tree:Tree) -> list[tuple[int, ...]]:
 
 # %% ../nbs/03_tracking.ipynb #12dbd2ec
 class ArityVocab:
-    "Tokens for tree decoding: each symbol is a `(label, child-slot pattern)` pair, so a token says where its children go."
+    "Tokens for tree decoding: each symbol is a `(label, child-slot pattern)` pair: a token says where its children go."
     specials = ("<pad>", "<start>", "<end>")
     pad, start, end = 0, 1, 2
 
@@ -37,11 +37,13 @@ class ArityVocab:
             if any(not 0 <= s < n for s in pattern):
                 raise ValueError(f"symbol {label!r} has child slots {pattern}, outside 0..{n - 1} (n={n}); "
                                  f"binarize with Tree.lcrs() or raise n")
-            if len(set(pattern)) != len(pattern): raise ValueError(f"symbol {label!r} repeats a child slot: {pattern}")
+            if len(set(pattern)) != len(pattern):
+                raise ValueError(f"symbol {label!r} repeats a child slot: {pattern}")
             if (label, pattern) not in self._ids:
                 self._ids[label, pattern] = len(self.symbols); self.symbols.append((label, pattern))
         table = torch.zeros(len(self.symbols), n, dtype=torch.bool)
-        for i, (_, pattern) in enumerate(self.symbols[len(self.specials):], len(self.specials)): table[i, list(pattern)] = True
+        for i, (_, pattern) in enumerate(self.symbols[len(self.specials):], len(self.specials)):
+            table[i, list(pattern)] = True
         self.child_slot_table = table                 # [vocab, n]: which child slots each token has
         self.arity = table.sum(-1)                     # [vocab]: number of children
         self._tables = {}
@@ -79,7 +81,7 @@ class ArityVocab:
 
     def child_slots(self, ids:Tensor, # integer token ids, any shape, any device
                    ) -> Tensor: # `[*ids.shape, n]` bool, on the ids' device
-        "The child-slot patterns of token ids (what `TreeTracker.step` reads); an id outside the vocabulary is an error."
+        "The child-slot patterns of token ids (what `TreeTracker.step` reads); an id outside the vocabulary: error."
         self.check_ids(ids)
         table = self._tables.get(ids.device)
         if table is None: table = self._tables[ids.device] = self.child_slot_table.to(ids.device)
@@ -88,23 +90,24 @@ class ArityVocab:
     def check_ids(self, ids:Tensor, # token ids
                   what:str="ids", # the argument's name in error messages
                  ) -> Tensor: # `ids`
-        "`ids` if it is an integer tensor of ids in `0 .. len(self) - 1`; else a `TypeError`/`ValueError` naming the id."
-        if not isinstance(ids, Tensor): raise TypeError(f"{what} must be a torch.Tensor of token ids, got {type(ids).__name__}")
+        "`ids` if it is an integer tensor of ids in `0 .. len(self) - 1`, else a `TypeError` or `ValueError`."
+        if not isinstance(ids, Tensor):
+            raise TypeError(f"{what} must be a torch.Tensor of token ids, got {type(ids).__name__}")
         if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
             raise TypeError(f"{what} must hold integer token ids, got dtype {ids.dtype}")
         if torch.compiler.is_compiling() or ids.numel() == 0: return ids
         low, high = torch.aminmax(ids)
         if int(low) < 0 or int(high) >= len(self):
             i = tuple(((ids < 0) | (ids >= len(self))).nonzero()[0].tolist())
-            raise ValueError(f"{what}: id {int(ids[i])} at index {i} is outside the vocabulary (size {len(self)}: ids "
-                             f"0..{len(self) - 1})")
+            raise ValueError(f"{what}: id {int(ids[i])} at index {i} is outside the vocabulary "
+                             f"(size {len(self)}: ids 0..{len(self) - 1})")
         return ids
 
     def encode(self, tree:Tree, # the tree to linearise
                order:str="dfs", # "dfs" (preorder) or "bfs" (level order)
                special:bool=False, # add `<start>` first and `<end>` last
               ) -> Tensor: # token ids, LongTensor `[nodes (+2)]`
-        "Token ids of the nodes of `tree` in `order`; a `(label, pattern)` outside the vocabulary is a `ValueError`."
+        "Token ids of the nodes of `tree` in `order`; a `(label, pattern)` outside the vocabulary: `ValueError`."
         if not isinstance(tree, Tree): raise TypeError(f"tree must be a Tree, got {type(tree).__name__}")
         keys = list(zip(tree.labels, child_patterns(tree)))
         ids = [self._ids.get(key, -1) for key in keys]
@@ -117,19 +120,22 @@ class ArityVocab:
 
 # %% ../nbs/03_tracking.ipynb #77204b56
 class _Backend:
-    "The few array operations the tracker needs, from numpy on the CPU (about 1 µs a call) or torch on other devices."
+    "The few array operations the tracker needs, from numpy on the CPU (about 1 µs a call) or torch elsewhere."
     def __init__(self, device, backend):
         self.device = torch.device(device or "cpu")
-        if backend not in (None, "numpy", "torch"): raise ValueError(f"backend must be None, 'numpy' or 'torch', got {backend!r}")
+        if backend not in (None, "numpy", "torch"):
+            raise ValueError(f"backend must be None, 'numpy' or 'torch', got {backend!r}")
         self.numpy = (backend or ("numpy" if self.device.type == "cpu" else "torch")) == "numpy"
-        if self.numpy and self.device.type != "cpu": raise ValueError(f"the numpy backend runs on the CPU, not on {self.device}")
+        if self.numpy and self.device.type != "cpu":
+            raise ValueError(f"the numpy backend runs on the CPU, not on {self.device}")
         lib = np if self.numpy else torch
         self.where, self.stack, self.int8, self.long = lib.where, lib.stack, lib.int8, lib.int64
         self.cat = np.concatenate if self.numpy else torch.cat
         self.bool = np.bool_ if self.numpy else torch.bool
 
     def full(self, shape, value, dtype):
-        return np.full(shape, value, dtype=dtype) if self.numpy else torch.full(shape, value, dtype=dtype, device=self.device)
+        if self.numpy: return np.full(shape, value, dtype=dtype)
+        return torch.full(shape, value, dtype=dtype, device=self.device)
     def arange(self, n, dtype):
         return np.arange(n, dtype=dtype) if self.numpy else torch.arange(n, dtype=dtype, device=self.device)
     def tensor(self, a) -> Tensor: return torch.from_numpy(a) if self.numpy else a       # shares memory, no copy
@@ -140,15 +146,15 @@ class _Backend:
 
 
 class TreeTracker:
-    "The position of the next node of a batch of trees being generated, depth-first or breadth-first, in lock step."
+    "The position of the next node of a batch of trees being generated, depth-first or breadth-first, in lockstep."
     def __init__(self, order:str="dfs", # "dfs" (preorder) or "bfs" (level order): the generation order
                  batch_size:int=1, # trees generated together
                  n:int=2, # branching factor: child slots 0..n-1 (at most 127)
                  max_depth:int=32, # deepest depth allowed (the root is at depth 0); also the paths' width K
                  max_nodes:int=4096, # node budget per tree (and the breadth-first queue's capacity)
-                 errors:str="raise", # "raise": a bad step is a ValueError; "flag": the row is marked `failed` and stops
+                 errors:str="raise", # "raise": a bad step is a ValueError; "flag": the row is marked `failed`
                  device=None, # where the state and the returned positions live (default: the CPU)
-                 backend:str|None=None, # None: numpy on the CPU, torch elsewhere; "torch" forces torch (torch.compile)
+                 backend:str|None=None, # None: numpy on the CPU, torch elsewhere; "torch": always torch
                 ):
         if order not in ("dfs", "bfs"): raise ValueError(f"order must be 'dfs' or 'bfs', got {order!r}")
         if errors not in ("raise", "flag"): raise ValueError(f"errors must be 'raise' or 'flag', got {errors!r}")
@@ -181,7 +187,7 @@ class TreeTracker:
         self._rows, self._zero, self._zeros = x.arange(B, x.long), x.full((1,), 0, x.long), x.full((B,), 0, x.long)
         self._slot_entries = x.stack((x.arange(n, x.long), x.full((n,), 1, x.long), x.full((n,), 0, x.long)),
                                      -1)[None]                              # [1, n, 3]: (slot, +1 depth, +0 step)
-        self._room = x.full((B,), max_nodes - 1, x.long)                    # children the next node may still announce
+        self._room = x.full((B,), max_nodes - 1, x.long)         # children the next node may still announce
         root = x.full((B, 3), -1, x.long); root[:, 1] = 0                   # slot -1, depth 0, no parent
         self._set_next(x.full((B, K + 2), -1, x.int8), root)
 
@@ -218,7 +224,7 @@ class TreeTracker:
     def _open(self): return self._tail - self._head + ~self._done
     @property
     def position(self) -> TreePositions:
-        "Root path and depth of the node each row generates next (`[batch, max_depth]`; depth -1 once a row is done)."
+        "Root path and depth of the node each row generates next (`[batch, max_depth]`; depth -1 once done)."
         return TreePositions(self._x.tensor(self._path[:, 1:self.max_depth + 1] + self._zero),
                              self._x.tensor(self._depth), trusted=True)
 
@@ -235,7 +241,7 @@ class TreeTracker:
             raise ValueError(f"child_slots must have shape [batch_size={B}, n={n}], got {list(child_slots.shape)}")
         return self._x.array(child_slots)
 
-    def step(self, child_slots:Tensor # `[batch, n]` bool, any device: which child slots the node just generated has
+    def step(self, child_slots:Tensor # `[batch, n]` bool, any device: the child slots of the node just generated
             ) -> TreePositions: # the position of the next node, as `position`
         "Record the node just generated in every unfinished row and move each row to its next position."
         C, x = self.capacity, self._x
@@ -280,28 +286,30 @@ class TreeTracker:
                              f"in slots {slots}")
         where = f"row {r}, node {made} (path {self._path[r, 1:depth + 1].tolist()})"
         if count[r] > 0 and depth >= self.max_depth:
-            raise ValueError(f"{where} is at depth {depth} = max_depth and cannot have children (got slots {slots}); "
-                             f"raise max_depth, or restrict the tokens with `allowed`")
+            raise ValueError(f"{where} is at depth {depth} = max_depth and cannot have children (got slots "
+                             f"{slots}); raise max_depth, or restrict the tokens with `allowed`")
         raise ValueError(f"{where}: the tree would need more than max_nodes={self.max_nodes} nodes ({made + 1} "
                          f"generated and {int(self._open()[r]) - 1 + len(slots)} still open)")
 
     def allowed(self, vocab:ArityVocab # the vocabulary the model samples from
                ) -> Tensor: # `[batch, len(vocab)]` bool
-        "Tokens each row may generate next so that its tree can still be completed within `max_depth` and `max_nodes`."
+        "Tokens each row may generate next so that its tree can still be completed within `max_depth`, `max_nodes`."
         if vocab.n != self.n: raise ValueError(f"the vocabulary has n={vocab.n} but the tracker has n={self.n}")
         x = self._x
         ids, arity = x.arange(len(vocab), x.long)[None, :], x.array(vocab.arity)[None, :]
-        ok = (ids >= len(vocab.specials)) & (arity <= self._room[:, None]) & ((arity == 0) | ~self._leaf_only[:, None])
+        ok = (ids >= len(vocab.specials)) & (arity <= self._room[:, None]) \
+             & ((arity == 0) | ~self._leaf_only[:, None])
         return x.tensor(x.where(self._done[:, None], (ids == vocab.pad) | (ids == vocab.end), ok))
 
 # %% ../nbs/03_tracking.ipynb #1116ca2d
 @patch
-def decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` integer token ids (a leading `<start>` column is skipped)
+def decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` integer token ids (a leading `<start>` column: skipped)
                  order:str="dfs", # the order the ids were generated in
                  max_depth:int=256, # deepest depth the trees may have (a deeper one is a ValueError that says so)
                 ) -> list[Tree]:
     "Rebuild the trees of a batch of token sequences; `<end>`/`<pad>` may follow a complete tree, nothing else."
-    if not isinstance(ids, Tensor): raise TypeError(f"ids must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if not isinstance(ids, Tensor):
+        raise TypeError(f"ids must be a torch.Tensor of token ids, got {type(ids).__name__}")
     if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
         raise TypeError(f"ids must hold integer token ids, got dtype {ids.dtype}")
     if ids.ndim != 2: raise ValueError(f"ids must be [batch, length], got shape {list(ids.shape)}")
@@ -327,16 +335,18 @@ def decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` integer token 
         tracker.step(slots[:, t])
     if not bool(tracker.done.all()):
         b = int((~tracker.done).nonzero()[0])
-        raise ValueError(f"row {b}: the sequence ends before the tree is complete ({int(tracker.open[b])} positions still open)")
+        raise ValueError(f"row {b}: the sequence ends before the tree is complete "
+                         f"({int(tracker.open[b])} positions still open)")
     trees = []
     for b in range(B):
         size = int(tracker.emitted[b])
         labels = [self.symbols[i][0] for i in ids[b, :size].tolist()]
         par, slt = parent[b, :size].cpu().numpy(), slot[b, :size].cpu().numpy()
-        if order == "bfs":                                       # back to preorder: children are in slot order already
+        if order == "bfs":                                 # back to preorder: children are in slot order already
             perm = Tree.from_parents(list(range(size)), par).labels
             inv = np.empty(size, dtype=np.int64); inv[perm] = np.arange(size)
-            labels, par, slt = [labels[i] for i in perm], np.where(par[perm] < 0, -1, inv[par[perm].clip(0)]), slt[perm]
+            labels, slt = [labels[i] for i in perm], slt[perm]
+            par = np.where(par[perm] < 0, -1, inv[par[perm].clip(0)])
         trees.append(Tree(labels, par, np.where(par < 0, -1, slt)))
     return trees
 
@@ -347,6 +357,8 @@ def decode(self:ArityVocab, ids:Tensor, # `[length]` integer token ids, e.g. fro
            max_depth:int=256, # deepest depth the tree may have
           ) -> Tree:
     "The tree of one token sequence (the inverse of `encode`)."
-    if not isinstance(ids, Tensor): raise TypeError(f"ids must be a torch.Tensor of token ids, got {type(ids).__name__}")
-    if ids.ndim != 1: raise ValueError(f"ids must be [length] (use decode_batch for a batch), got shape {list(ids.shape)}")
+    if not isinstance(ids, Tensor):
+        raise TypeError(f"ids must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.ndim != 1:
+        raise ValueError(f"ids must be [length] (decode_batch decodes a batch), got shape {list(ids.shape)}")
     return self.decode_batch(ids[None], order, max_depth)[0]
