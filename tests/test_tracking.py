@@ -1,5 +1,6 @@
 """Property tests of `treepe_nb.tracking`: teacher-forced tracking reproduces `Tree.positions`, and decoding inverts
 encoding, for random trees (n-ary and LCRS-binarized), both orders and both backends (hypothesis)."""
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
@@ -90,3 +91,93 @@ def test_cuda_tracker_matches_cpu():
             gpu.step(vocab.child_slots(ids[:, step])); cpu.step(vocab.child_slots(ids[:, step].cpu()))
             assert bool((gpu.allowed(vocab).cpu() == cpu.allowed(vocab)).all())
         assert vocab.decode_batch(ids, order) == trees
+
+
+def state_bytes(tracker):
+    return sum(v.nbytes for v in vars(tracker).values() if isinstance(v, (np.ndarray, torch.Tensor)))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_deep_limit_state_is_linear_in_max_depth(backend):
+    # issue 13: a stack of root paths made TreeTracker("dfs", 1, 2, max_depth=100_000) allocate 9.3 GiB
+    K = 100_000
+    tracker = TreeTracker("dfs", 1, 2, max_depth=K, backend=backend)
+    small = TreeTracker("dfs", 1, 2, max_depth=1000, backend=backend)
+    assert state_bytes(tracker) < 64 * (K + 2)                           # a few integers per level, not K per level
+    assert state_bytes(tracker) < 110 * state_bytes(small)               # linear: 100x the limit, ~100x the state
+    for step in range(200): pos = tracker.step(torch.tensor([[True, False]]))
+    assert int(pos.depth[0]) == 200 and pos.paths.shape == (1, K)
+    assert pos.paths[0, :201].tolist() == [0] * 200 + [-1] and int(pos.paths[0].max()) == 0
+    bfs = TreeTracker("bfs", 2, 2, max_depth=K, max_nodes=64, backend=backend)
+    assert state_bytes(bfs) < 64 * (K + 2) * 2 + 2 * 65 * 65             # the path table is no wider than max_nodes
+    pos = bfs.step(torch.tensor([[True, True], [False, True]]))
+    assert pos.paths.shape == (2, K) and pos.depth.tolist() == [1, 1] and pos.paths[:, :2].tolist() == [[0, -1], [1, -1]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(order=st.sampled_from(["dfs", "bfs"]), n=st.integers(1, 4), max_depth=st.integers(0, 5),
+       max_nodes=st.integers(1, 40), seed=st.integers(0, 2**31 - 1), backend=st.sampled_from(["numpy", "torch"]))
+def test_generated_positions_equal_tree_positions(order, n, max_depth, max_nodes, seed, backend):
+    # random vocabulary over every child-slot pattern, tokens sampled under `allowed`: every announced position is
+    # the decoded tree's own position (Tree.positions), in generation order, for every row of the batch
+    g = torch.Generator().manual_seed(seed)
+    patterns = [tuple(s for s in range(n) if m >> s & 1) for m in range(2 ** n)]
+    vocab = ArityVocab([(f"t{i}", p) for i, p in enumerate(patterns)], n=n)
+    tracker = TreeTracker(order, 6, n, max_depth, max_nodes, backend=backend)
+    tokens, positions = [], []
+    while not bool(tracker.done.all()):
+        token = torch.multinomial(tracker.allowed(vocab).float(), 1, generator=g).squeeze(1)
+        pos = tracker.position
+        assert pos.trusted and pos.check(n, max_depth) is pos
+        tokens.append(token); positions.append(pos)
+        tracker.step(vocab.child_slots(token))
+    ids = torch.stack(tokens, 1)
+    for b, tree in enumerate(vocab.decode_batch(ids, order, max_depth)):
+        truth = tree.positions(order, max_depth=max_depth)
+        got = [p[b] for p in positions[:len(tree)]]
+        assert torch.equal(torch.stack([p.paths for p in got]), truth.paths)
+        assert torch.equal(torch.stack([p.depth for p in got]), truth.depth)
+        assert all(int(p[b].depth) == -1 for p in positions[len(tree):])
+
+
+def test_hardening_bad_ids_and_bad_steps():
+    t = Tree.from_sexpr("(f (f a) (g a b))")
+    vocab = ArityVocab.from_trees([t])
+    with pytest.raises(ValueError, match=r"id -1 at index \(0,\) is outside the vocabulary \(size 8"):
+        vocab.child_slots(torch.tensor([-1]))                            # used to wrap to the last token
+    with pytest.raises(ValueError, match="id 8 at index"):
+        vocab.child_slots(torch.tensor([8]))
+    with pytest.raises(TypeError, match="integer token ids, got dtype torch.float32"):
+        vocab.child_slots(torch.tensor([3.0]))
+    with pytest.raises(TypeError, match="integer token ids, got dtype torch.float64"):
+        vocab.decode(vocab.encode(t).double())
+    with pytest.raises(ValueError, match="n must be >= 1, got 0"):
+        ArityVocab.from_trees([t], n=0)                                  # used to infer n=2 silently
+    with pytest.raises(ValueError, match="n=1, but the trees have a node 'f' with a child in slot 1"):
+        ArityVocab.from_trees([t], n=1)
+    tracker = TreeTracker("dfs", 2, n=2, max_depth=3)
+    with pytest.raises(TypeError, match=r"child_slots must be a torch.Tensor of dtype bool, shape \[batch_size=2, n=2\]"):
+        tracker.step([[True, False], [False, False]])
+    with pytest.raises(TypeError, match="child_slots must have dtype torch.bool"):
+        tracker.step(torch.tensor([[float("nan"), 0.0], [0.0, 0.0]]))   # NaN used to count as a child
+    with pytest.raises(TypeError, match="child_slots must have dtype torch.bool"):
+        tracker.step(torch.tensor([[0.5, 0.0], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match=r"child_slots must have shape \[batch_size=2, n=2\], got \[2\]"):
+        tracker.step(torch.tensor([True, False]))
+    assert tracker.emitted.tolist() == [0, 0]                            # nothing recorded by the refused steps
+
+
+def test_one_node_trees():
+    leaf, deep = Tree.from_sexpr("a"), Tree.from_sexpr("(f " * 30 + "a" + ")" * 30)
+    leaf_vocab = ArityVocab.from_trees([leaf])
+    assert leaf_vocab.n == 1 and leaf_vocab.encode(leaf).tolist() == [3]
+    assert leaf_vocab.decode(torch.tensor([3])) == leaf
+    assert leaf_vocab.decode(torch.tensor([1, 3, 2]), "bfs", max_depth=0) == leaf
+    for order in ("dfs", "bfs"):
+        tracker = TreeTracker(order, 2, n=1, max_depth=0)
+        tracker.step(torch.zeros(2, 1, dtype=torch.bool))                # a root with no children finishes at once
+        assert tracker.done.tolist() == [True, True] and tracker.position.depth.tolist() == [-1, -1]
+    trees = [leaf, deep, leaf, Tree.from_sexpr("(f a)")]
+    vocab = ArityVocab.from_trees(trees)
+    for order in ("dfs", "bfs"):
+        assert vocab.decode_batch(padded_ids(vocab, trees, order), order) == trees

@@ -8,6 +8,7 @@ from typing import Hashable, Iterable, Sequence
 import numpy as np
 import torch
 from torch import Tensor
+from fastcore.basics import patch
 from .trees import Tree, TreePositions, _children_csr
 
 # %% auto #0
@@ -22,7 +23,7 @@ def child_patterns(tree:Tree) -> list[tuple[int, ...]]:
 
 # %% ../nbs/03_tracking.ipynb #12dbd2ec
 class ArityVocab:
-    "Tokens for tree decoding: each symbol is a `(label, child-slot pattern)` pair, so a token says where its children go."
+    "Tokens for tree decoding: each symbol is a `(label, child-slot pattern)` pair: a token says where its children go."
     specials = ("<pad>", "<start>", "<end>")
     pad, start, end = 0, 1, 2
 
@@ -36,46 +37,78 @@ class ArityVocab:
             if any(not 0 <= s < n for s in pattern):
                 raise ValueError(f"symbol {label!r} has child slots {pattern}, outside 0..{n - 1} (n={n}); "
                                  f"binarize with Tree.lcrs() or raise n")
-            if len(set(pattern)) != len(pattern): raise ValueError(f"symbol {label!r} repeats a child slot: {pattern}")
+            if len(set(pattern)) != len(pattern):
+                raise ValueError(f"symbol {label!r} repeats a child slot: {pattern}")
             if (label, pattern) not in self._ids:
                 self._ids[label, pattern] = len(self.symbols); self.symbols.append((label, pattern))
         table = torch.zeros(len(self.symbols), n, dtype=torch.bool)
-        for i, (_, pattern) in enumerate(self.symbols[len(self.specials):], len(self.specials)): table[i, list(pattern)] = True
+        for i, (_, pattern) in enumerate(self.symbols[len(self.specials):], len(self.specials)):
+            table[i, list(pattern)] = True
         self.child_slot_table = table                 # [vocab, n]: which child slots each token has
         self.arity = table.sum(-1)                     # [vocab]: number of children
         self._tables = {}
 
     @classmethod
     def from_trees(cls, trees:Iterable[Tree], # the trees the vocabulary must cover
-                   n:int|None=None, # branching factor (default: the largest slot seen + 1)
+                   n:int|None=None, # branching factor (None: the largest slot seen + 1, at least 1)
                   ) -> ArityVocab:
         "Every `(label, child-slot pattern)` of the trees, in order of first appearance."
+        if n is not None and (not isinstance(n, (int, np.integer)) or isinstance(n, bool)):
+            raise TypeError(f"n must be an int or None, got {type(n).__name__}")
+        if n is not None and n < 1: raise ValueError(f"the branching factor n must be >= 1, got {n}")
         seen = {}
-        for t in trees:
+        for b, t in enumerate(trees):
+            if not isinstance(t, Tree): raise TypeError(f"item {b} of trees is a {type(t).__name__}, not a Tree")
             for key in zip(t.labels, child_patterns(t)): seen.setdefault(key, None)
-        width = max((p[-1] + 1 for _, p in seen if p), default=1)
-        return cls(seen, n or width)
+        widest = max(seen, key=lambda k: k[1][-1] if k[1] else -1, default=None)
+        width = widest[1][-1] + 1 if widest is not None and widest[1] else 1
+        if n is not None and n < width:
+            raise ValueError(f"n={n}, but the trees have a node {widest[0]!r} with a child in slot {width - 1}; "
+                             f"pass n >= {width}, or binarize the trees with Tree.lcrs() (n=2)")
+        return cls(seen, width if n is None else n)
 
     def __len__(self): return len(self.symbols)
     def __repr__(self): return f"ArityVocab({len(self)} tokens, n={self.n})"
 
     def name(self, i:int) -> str:
         "A readable name: the label, then `/` and one character per slot (`1` child, `0` empty), e.g. `+/11`."
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise TypeError(f"a token id must be an int, got {type(i).__name__}")
+        if not 0 <= i < len(self): raise ValueError(f"token id {i} is outside the vocabulary (size {len(self)})")
         label, pattern = self.symbols[i]
         if pattern is None: return label
         return f"{label}/" + "".join("1" if s in pattern else "0" for s in range(self.n))
 
-    def child_slots(self, ids:Tensor) -> Tensor:
-        "The child-slot patterns of token ids, `[*ids.shape, n]` bool, on the ids' device (feeds `TreeTracker.step`)."
+    def child_slots(self, ids:Tensor, # integer token ids, any shape, any device
+                   ) -> Tensor: # `[*ids.shape, n]` bool, on the ids' device
+        "The child-slot patterns of token ids (what `TreeTracker.step` reads); an id outside the vocabulary: error."
+        self.check_ids(ids)
         table = self._tables.get(ids.device)
         if table is None: table = self._tables[ids.device] = self.child_slot_table.to(ids.device)
         return table[ids]
+
+    def check_ids(self, ids:Tensor, # token ids
+                  what:str="ids", # the argument's name in error messages
+                 ) -> Tensor: # `ids`
+        "`ids` if it is an integer tensor of ids in `0 .. len(self) - 1`, else a `TypeError` or `ValueError`."
+        if not isinstance(ids, Tensor):
+            raise TypeError(f"{what} must be a torch.Tensor of token ids, got {type(ids).__name__}")
+        if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+            raise TypeError(f"{what} must hold integer token ids, got dtype {ids.dtype}")
+        if torch.compiler.is_compiling() or ids.numel() == 0: return ids
+        low, high = torch.aminmax(ids)
+        if int(low) < 0 or int(high) >= len(self):
+            i = tuple(((ids < 0) | (ids >= len(self))).nonzero()[0].tolist())
+            raise ValueError(f"{what}: id {int(ids[i])} at index {i} is outside the vocabulary "
+                             f"(size {len(self)}: ids 0..{len(self) - 1})")
+        return ids
 
     def encode(self, tree:Tree, # the tree to linearise
                order:str="dfs", # "dfs" (preorder) or "bfs" (level order)
                special:bool=False, # add `<start>` first and `<end>` last
               ) -> Tensor: # token ids, LongTensor `[nodes (+2)]`
-        "Token ids of the nodes of `tree` in `order`; a `(label, pattern)` outside the vocabulary is a `ValueError`."
+        "Token ids of the nodes of `tree` in `order`; a `(label, pattern)` outside the vocabulary: `ValueError`."
+        if not isinstance(tree, Tree): raise TypeError(f"tree must be a Tree, got {type(tree).__name__}")
         keys = list(zip(tree.labels, child_patterns(tree)))
         ids = [self._ids.get(key, -1) for key in keys]
         if -1 in ids:
@@ -85,21 +118,24 @@ class ArityVocab:
         if special: ids = torch.cat([ids.new_tensor([self.start]), ids, ids.new_tensor([self.end])])
         return ids
 
-
 # %% ../nbs/03_tracking.ipynb #77204b56
 class _Backend:
-    "The few array operations the tracker needs, from numpy on the CPU (about 1 µs a call) or torch on other devices."
+    "The few array operations the tracker needs, from numpy on the CPU (about 1 µs a call) or torch elsewhere."
     def __init__(self, device, backend):
         self.device = torch.device(device or "cpu")
-        if backend not in (None, "numpy", "torch"): raise ValueError(f"backend must be None, 'numpy' or 'torch', got {backend!r}")
+        if backend not in (None, "numpy", "torch"):
+            raise ValueError(f"backend must be None, 'numpy' or 'torch', got {backend!r}")
         self.numpy = (backend or ("numpy" if self.device.type == "cpu" else "torch")) == "numpy"
-        if self.numpy and self.device.type != "cpu": raise ValueError(f"the numpy backend runs on the CPU, not on {self.device}")
+        if self.numpy and self.device.type != "cpu":
+            raise ValueError(f"the numpy backend runs on the CPU, not on {self.device}")
         lib = np if self.numpy else torch
         self.where, self.stack, self.int8, self.long = lib.where, lib.stack, lib.int8, lib.int64
+        self.cat = np.concatenate if self.numpy else torch.cat
         self.bool = np.bool_ if self.numpy else torch.bool
 
     def full(self, shape, value, dtype):
-        return np.full(shape, value, dtype=dtype) if self.numpy else torch.full(shape, value, dtype=dtype, device=self.device)
+        if self.numpy: return np.full(shape, value, dtype=dtype)
+        return torch.full(shape, value, dtype=dtype, device=self.device)
     def arange(self, n, dtype):
         return np.arange(n, dtype=dtype) if self.numpy else torch.arange(n, dtype=dtype, device=self.device)
     def tensor(self, a) -> Tensor: return torch.from_numpy(a) if self.numpy else a       # shares memory, no copy
@@ -110,43 +146,58 @@ class _Backend:
 
 
 class TreeTracker:
-    "The position of the next node of a batch of trees being generated, depth-first or breadth-first, in lock step."
+    "The position of the next node of a batch of trees being generated, depth-first or breadth-first, in lockstep."
     def __init__(self, order:str="dfs", # "dfs" (preorder) or "bfs" (level order): the generation order
                  batch_size:int=1, # trees generated together
                  n:int=2, # branching factor: child slots 0..n-1 (at most 127)
                  max_depth:int=32, # deepest depth allowed (the root is at depth 0); also the paths' width K
                  max_nodes:int=4096, # node budget per tree (and the breadth-first queue's capacity)
-                 errors:str="raise", # "raise": a bad step is a ValueError; "flag": the row is marked `failed` and stops
+                 errors:str="raise", # "raise": a bad step is a ValueError; "flag": the row is marked `failed`
                  device=None, # where the state and the returned positions live (default: the CPU)
-                 backend:str|None=None, # None: numpy on the CPU, torch elsewhere; "torch" forces torch (e.g. for torch.compile)
+                 backend:str|None=None, # None: numpy on the CPU, torch elsewhere; "torch": always torch
                 ):
         if order not in ("dfs", "bfs"): raise ValueError(f"order must be 'dfs' or 'bfs', got {order!r}")
         if errors not in ("raise", "flag"): raise ValueError(f"errors must be 'raise' or 'flag', got {errors!r}")
+        for name, v in (("batch_size", batch_size), ("n", n), ("max_depth", max_depth), ("max_nodes", max_nodes)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                raise TypeError(f"{name} must be an int, got {type(v).__name__}")
         if not (1 <= n <= 127 and max_depth >= 0 and max_nodes >= 1 and batch_size >= 1):
             raise ValueError(f"need 1 <= n <= 127, max_depth >= 0, max_nodes >= 1, batch_size >= 1; got n={n}, "
                              f"max_depth={max_depth}, max_nodes={max_nodes}, batch_size={batch_size}")
         self.order, self.n, self.max_depth, self.max_nodes, self.errors = order, n, max_depth, max_nodes, errors
         self._x = x = _Backend(device, backend)
         B, K = batch_size, max_depth
-        # Positions announced but not generated yet: a stack for dfs (at most n-1 waiting siblings per level, plus
-        # the children just pushed) or a queue for bfs (bounded by the node budget). Two extra rows: C is a sink for
-        # the slots a node does not have, C + 1 stays empty and is what finished rows read.
+        # Positions announced but not generated yet, one entry (slot, depth, parent's step) each: a stack for dfs (at
+        # most n-1 waiting siblings per level plus the children just pushed) or a queue for bfs (bounded by the node
+        # budget). Two extra entries: C is a sink for the slots a node does not have, C + 1 is the padding entry
+        # (-1, -1, -1) that finished rows read.
         self.capacity = C = (n - 1) * K + 1 if order == "dfs" else max_nodes
-        self._pending = x.full((B, C + 2, K), -1, x.int8)                  # root paths of the waiting positions
-        self._pending_meta = x.full((B, C + 2, 2), -1, x.long)             # (parent's step, depth) of each
+        self._pending = x.full((B, C + 2, 3), -1, x.long)
+        # The root path of the next node in columns 1..K of a [B, K + 2] buffer: a node writes its own slot at column
+        # `depth`, so a root writes into the spare column 0 and padding (depth -1) into the spare column K + 1.
+        self._cols = x.arange(K + 2, x.long)[None, :]
+        if order == "bfs":
+            # The parent of a breadth-first node is not on the current path: keep the path of every emitted node, by
+            # step (a tree of max_nodes nodes is at most max_nodes - 1 deep, so no wider than that), plus a sink.
+            self._width = min(K, max_nodes - 1) + 2                            # buffer columns kept per node
+            self._emitted_paths = x.full((B, max_nodes + 1, self._width), -1, x.int8)
+            self._fill = x.full((B, K + 2 - self._width), -1, x.int8)        # the columns no path reaches
         self._head, self._tail, self._emitted = (x.full((B,), 0, x.long) for _ in range(3))
         self._done, self._failed = x.full((B,), False, x.bool), x.full((B,), False, x.bool)
-        self._rows, self._columns = x.arange(B, x.long), x.arange(K, x.long)[None, :]
-        self._slot_values, self._zero = x.arange(n, x.int8)[None, :, None], x.full((1,), 0, x.long)
-        self._room = x.full((B,), max_nodes - 1, x.long)                    # children the next node may still announce
-        self._set_next(x.full((B, K), -1, x.int8), x.full((B, 2), -1, x.long) + x.arange(2, x.long))  # the root
+        self._rows, self._zero, self._zeros = x.arange(B, x.long), x.full((1,), 0, x.long), x.full((B,), 0, x.long)
+        self._slot_entries = x.stack((x.arange(n, x.long), x.full((n,), 1, x.long), x.full((n,), 0, x.long)),
+                                     -1)[None]                              # [1, n, 3]: (slot, +1 depth, +0 step)
+        self._room = x.full((B,), max_nodes - 1, x.long)         # children the next node may still announce
+        root = x.full((B, 3), -1, x.long); root[:, 1] = 0                   # slot -1, depth 0, no parent
+        self._set_next(x.full((B, K + 2), -1, x.int8), root)
 
-    def _set_next(self, path, meta):
-        "Make `path` (with `meta` = (parent's step, depth)) the next node, and precompute what `step` needs of it."
-        self._path, self._parent, self._depth = path, meta[:, 0], meta[:, 1]
+    def _set_next(self, path, entry):
+        "Make `path` (`[B, K + 2]`, of the node `entry`) the next node, and precompute what `step` needs of it."
+        self._path, self._parent, self._depth = path, entry[:, 2], entry[:, 1]
         self._leaf_only = self._done | (self._depth >= self.max_depth)     # no children allowed here
-        self._at_depth = (self._columns == self._depth[:, None])[:, None, :]   # where a child writes its slot
-        self._child_meta = self._x.stack((self._emitted, self._depth + 1), -1)[:, None, :]
+        # the entries of its children: (slot, this node's depth + 1, this node's step)
+        self._child_entries = self._slot_entries + self._x.stack((self._zeros, self._depth, self._emitted),
+                                                                 -1)[:, None, :]
 
     @property
     def batch_size(self) -> int: return len(self._done)
@@ -173,17 +224,28 @@ class TreeTracker:
     def _open(self): return self._tail - self._head + ~self._done
     @property
     def position(self) -> TreePositions:
-        "Root path and depth of the node each row generates next (`[batch, max_depth]`; depth -1 once a row is done)."
-        return TreePositions(self._x.tensor(self._path + self._zero), self._x.tensor(self._depth))
+        "Root path and depth of the node each row generates next (`[batch, max_depth]`; depth -1 once done)."
+        return TreePositions(self._x.tensor(self._path[:, 1:self.max_depth + 1] + self._zero),
+                             self._x.tensor(self._depth), trusted=True)
 
-    def step(self, child_slots:Tensor # `[batch, n]` bool: which child slots the node just generated has
-            ) -> TreePositions: # the position of the next node, as `position`
-        "Record the node just generated in every unfinished row and move each row to its next position."
-        B, n, K, C, x = self.batch_size, self.n, self.max_depth, self.capacity, self._x
+    def _child_slots(self, child_slots):
+        "`child_slots` as a backend array, or a `TypeError`/`ValueError` saying what `step` expects."
+        B, n = self.batch_size, self.n
+        if not isinstance(child_slots, Tensor):
+            raise TypeError(f"child_slots must be a torch.Tensor of dtype bool, shape [batch_size={B}, n={n}]; "
+                            f"got {type(child_slots).__name__} (use ArityVocab.child_slots(token_ids))")
+        if child_slots.dtype != torch.bool:
+            raise TypeError(f"child_slots must have dtype torch.bool (True where the node has a child), got "
+                            f"{child_slots.dtype}; compare an integer pattern with 0 first (`pattern != 0`)")
         if tuple(child_slots.shape) != (B, n):
             raise ValueError(f"child_slots must have shape [batch_size={B}, n={n}], got {list(child_slots.shape)}")
-        has = x.array(child_slots)
-        if has.dtype != x.bool: has = has != 0
+        return self._x.array(child_slots)
+
+    def step(self, child_slots:Tensor # `[batch, n]` bool, any device: the child slots of the node just generated
+            ) -> TreePositions: # the position of the next node, as `position`
+        "Record the node just generated in every unfinished row and move each row to its next position."
+        C, x = self.capacity, self._x
+        has = self._child_slots(child_slots)
         rank = has.cumsum(-1)                                                   # 1-based rank among the children
         count = rank[:, -1]
         bad = ((count > 0) & self._leaf_only) | (count > self._room)
@@ -192,13 +254,12 @@ class TreeTracker:
         else:
             self._failed = self._failed | (bad & ~self._done)                  # a finished tree stays good
             has, count, rank = has & ~bad[:, None], count * ~bad, rank * ~bad[:, None]
-        # push the children: this node's path with the child's slot written at this node's depth
-        kids = x.where(self._at_depth, self._slot_values, self._path[:, None, :])    # [B, n, K]
+        # push one entry per child: on top of the stack (dfs, smallest slot on top) or at the back of the queue (bfs)
         top = self._tail + count
-        where_to = top[:, None] - rank if self.order == "dfs" else self._tail[:, None] - 1 + rank   # smallest slot
-        dest = x.where(has, where_to, C)                                        # on top of the stack / first in line
-        self._pending[self._rows[:, None], dest] = kids
-        self._pending_meta[self._rows[:, None], dest] = self._child_meta
+        where_to = top[:, None] - rank if self.order == "dfs" else self._tail[:, None] - 1 + rank
+        self._pending[self._rows[:, None], x.where(has, where_to, C)] = self._child_entries     # [B, n, 3]
+        if self.order == "bfs":                                  # keep this node's path for its children (by step)
+            self._emitted_paths[self._rows, self._emitted] = self._path[:, :self._width]
         self._room = self._room - count
         self._emitted = self._emitted + ~(self._done | bad)
         live = ~(self._done | bad | (top == self._head))
@@ -206,7 +267,14 @@ class TreeTracker:
         # pop the next node: the top of the stack (dfs) or the head of the queue (bfs); finished rows read padding
         if self.order == "dfs": take, self._tail = x.where(live, top - 1, C + 1), top - (live + self._zero)
         else: take, self._tail, self._head = x.where(live, self._head, C + 1), top, self._head + live
-        self._set_next(self._pending[self._rows, take], self._pending_meta[self._rows, take])
+        entry = self._pending[self._rows, take]                                 # [B, 3]: slot, depth, parent
+        # its root path: its parent's path, then its slot at column `depth`. Depth-first, the parent is on the
+        # current path (cut it there); breadth-first, its path is in the table (indexing makes a fresh copy).
+        if self.order == "dfs": path = x.where(self._cols < entry[:, 1:2], self._path, -1)   # [B, K + 2] int8
+        else: path = self._emitted_paths[self._rows, entry[:, 2]]                              # [B, width] int8
+        path[self._rows, entry[:, 1]] = entry[:, 0] if x.numpy else entry[:, 0].to(torch.int8)
+        if self.order == "bfs" and self._fill.shape[1]: path = x.cat((path[:, :-1], self._fill, path[:, -1:]), 1)
+        self._set_next(path, entry)
         return self.position
 
     def _raise(self, has, count, bad):
@@ -216,33 +284,40 @@ class TreeTracker:
         if bool(self._done[r]):
             raise ValueError(f"row {r}: the tree is already complete ({made} nodes), but got a node with children "
                              f"in slots {slots}")
-        where = f"row {r}, node {made} (path {self._path[r, :depth].tolist()})"
+        where = f"row {r}, node {made} (path {self._path[r, 1:depth + 1].tolist()})"
         if count[r] > 0 and depth >= self.max_depth:
-            raise ValueError(f"{where} is at depth {depth} = max_depth and cannot have children (got slots {slots}); "
-                             f"raise max_depth, or restrict the tokens with `allowed`")
+            raise ValueError(f"{where} is at depth {depth} = max_depth and cannot have children (got slots "
+                             f"{slots}); raise max_depth, or restrict the tokens with `allowed`")
         raise ValueError(f"{where}: the tree would need more than max_nodes={self.max_nodes} nodes ({made + 1} "
                          f"generated and {int(self._open()[r]) - 1 + len(slots)} still open)")
 
     def allowed(self, vocab:ArityVocab # the vocabulary the model samples from
                ) -> Tensor: # `[batch, len(vocab)]` bool
-        "Tokens each row may generate next so that its tree can still be completed within `max_depth` and `max_nodes`."
+        "Tokens each row may generate next so that its tree can still be completed within `max_depth`, `max_nodes`."
         if vocab.n != self.n: raise ValueError(f"the vocabulary has n={vocab.n} but the tracker has n={self.n}")
         x = self._x
         ids, arity = x.arange(len(vocab), x.long)[None, :], x.array(vocab.arity)[None, :]
-        ok = (ids >= len(vocab.specials)) & (arity <= self._room[:, None]) & ((arity == 0) | ~self._leaf_only[:, None])
+        ok = (ids >= len(vocab.specials)) & (arity <= self._room[:, None]) \
+             & ((arity == 0) | ~self._leaf_only[:, None])
         return x.tensor(x.where(self._done[:, None], (ids == vocab.pad) | (ids == vocab.end), ok))
 
 # %% ../nbs/03_tracking.ipynb #1116ca2d
-def _decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` token ids (a leading `<start>` column is skipped)
-                  order:str="dfs", # the order the ids were generated in
-                  max_depth:int=256, # deepest depth the trees may have (a deeper one is a ValueError that says so)
-                 ) -> list[Tree]:
+@patch
+def decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` integer token ids (a leading `<start>` column: skipped)
+                 order:str="dfs", # the order the ids were generated in
+                 max_depth:int=256, # deepest depth the trees may have (a deeper one is a ValueError that says so)
+                ) -> list[Tree]:
     "Rebuild the trees of a batch of token sequences; `<end>`/`<pad>` may follow a complete tree, nothing else."
+    if not isinstance(ids, Tensor):
+        raise TypeError(f"ids must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+        raise TypeError(f"ids must hold integer token ids, got dtype {ids.dtype}")
     if ids.ndim != 2: raise ValueError(f"ids must be [batch, length], got shape {list(ids.shape)}")
     if ids.shape[1] and bool((ids[:, 0] == self.start).all()): ids = ids[:, 1:]
     B, T = ids.shape
-    if bool(((ids < 0) | (ids >= len(self))).any()):
-        b, t = ((ids < 0) | (ids >= len(self))).nonzero()[0].tolist()
+    outside = (ids < 0) | (ids >= len(self))
+    if bool(outside.any()):
+        b, t = outside.nonzero()[0].tolist()
         raise ValueError(f"row {b}, token {t}: id {int(ids[b, t])} is outside the vocabulary (size {len(self)})")
     # every announced position fits in the budget n*T + 1, so only the sequence itself can be wrong
     tracker = TreeTracker(order, B, self.n, min(max_depth, T), self.n * T + 1, device=ids.device)
@@ -256,29 +331,34 @@ def _decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` token ids (a 
             what = "comes after the tree is complete" if node[b, t] else "is a special token inside the tree"
             raise ValueError(f"row {b}, token {t} ({self.name(int(ids[b, t]))}) {what}")
         parent[:, t] = tracker.parent_index
-        pos = tracker.position
-        if tracker.max_depth: slot[:, t] = pos.paths.gather(1, (pos.depth - 1).clamp(min=0)[:, None]).squeeze(1)
+        slot[:, t] = tracker.position.slot
         tracker.step(slots[:, t])
     if not bool(tracker.done.all()):
         b = int((~tracker.done).nonzero()[0])
-        raise ValueError(f"row {b}: the sequence ends before the tree is complete ({int(tracker.open[b])} positions still open)")
+        raise ValueError(f"row {b}: the sequence ends before the tree is complete "
+                         f"({int(tracker.open[b])} positions still open)")
     trees = []
     for b in range(B):
         size = int(tracker.emitted[b])
         labels = [self.symbols[i][0] for i in ids[b, :size].tolist()]
         par, slt = parent[b, :size].cpu().numpy(), slot[b, :size].cpu().numpy()
-        if order == "bfs":                                       # back to preorder: children are in slot order already
+        if order == "bfs":                                 # back to preorder: children are in slot order already
             perm = Tree.from_parents(list(range(size)), par).labels
             inv = np.empty(size, dtype=np.int64); inv[perm] = np.arange(size)
-            labels, par, slt = [labels[i] for i in perm], np.where(par[perm] < 0, -1, inv[par[perm].clip(0)]), slt[perm]
+            labels, slt = [labels[i] for i in perm], slt[perm]
+            par = np.where(par[perm] < 0, -1, inv[par[perm].clip(0)])
         trees.append(Tree(labels, par, np.where(par < 0, -1, slt)))
     return trees
 
-def _decode(self:ArityVocab, ids:Tensor, # `[length]` token ids, e.g. from `encode`
-            order:str="dfs", # the order the ids were generated in
-            max_depth:int=256, # deepest depth the tree may have
-           ) -> Tree:
+# %% ../nbs/03_tracking.ipynb #66390540
+@patch
+def decode(self:ArityVocab, ids:Tensor, # `[length]` integer token ids, e.g. from `encode`
+           order:str="dfs", # the order the ids were generated in
+           max_depth:int=256, # deepest depth the tree may have
+          ) -> Tree:
     "The tree of one token sequence (the inverse of `encode`)."
+    if not isinstance(ids, Tensor):
+        raise TypeError(f"ids must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.ndim != 1:
+        raise ValueError(f"ids must be [length] (decode_batch decodes a batch), got shape {list(ids.shape)}")
     return self.decode_batch(ids[None], order, max_depth)[0]
-
-ArityVocab.decode_batch, ArityVocab.decode = _decode_batch, _decode
