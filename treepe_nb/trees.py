@@ -307,7 +307,7 @@ def python_functions(source:str, # Python source code
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)): out.append((prefix, Tree.from_python_ast(node)))
     return out
 
-# %% ../nbs/01_trees.ipynb #570322d7
+# %% ../nbs/01_trees.ipynb #85866b59
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 def _json_kids(v):
@@ -357,7 +357,7 @@ class _Key:
     key: Any
     value: Any
 
-# %% ../nbs/01_trees.ipynb #12a62a12
+# %% ../nbs/01_trees.ipynb #0cb2360b
 class NodeKind(IntEnum):
     "The structural role of a node of a YAML document: the design note's four node types."
     KEY = 0         # a key of a mapping that is not itself a list item (top level, or the value of a key)
@@ -365,7 +365,7 @@ class NodeKind(IntEnum):
     LIST_KEY = 2    # a key of a mapping that is an item of a list (`- name: ...`)
     LIST_VALUE = 3  # a scalar (or container) that is an item of a list (`- one`)
 
-# %% ../nbs/01_trees.ipynb #83b9009b
+# %% ../nbs/01_trees.ipynb #10e15f02
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)    # libyaml's parser when present: same events, faster
 _MERGE, _VALUE_KEY = "tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"
 _MAP, _SEQ, _STR, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "null"))
@@ -499,7 +499,7 @@ def _attach(top, node):
     elif top[1] is None: top[1] = node
     else: top[0].value.append((top[1], node)); top[1] = None
 
-# %% ../nbs/01_trees.ipynb #83603928
+# %% ../nbs/01_trees.ipynb #07b6f26a
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 def _key_fragment(key, tag:str, token:str) -> tuple[bool, str]:
@@ -623,7 +623,7 @@ def read_yaml(text:str|bytes, # a YAML document, or a stream of documents separa
         raise ValueError(f"invalid YAML{where}: {getattr(e, 'problem', None) or e}") from None
     finally: loader.dispose()
 
-# %% ../nbs/01_trees.ipynb #7d4f1a01
+# %% ../nbs/01_trees.ipynb #f9cb8b6b
 @patch(cls_method=True)
 def from_yaml(cls:Tree, text:str|bytes, # one YAML document
               max_nodes:int=1_000_000, # as in `read_yaml`: aliases expanded, merged entries counted
@@ -874,7 +874,7 @@ def batch_positions(trees:Sequence[Tree], # the trees of one batch
     out_depth[tree_of, local] = depth[idx]
     return TreePositions(torch.from_numpy(out_paths), torch.from_numpy(out_depth), trusted=True)
 
-# %% ../nbs/01_trees.ipynb #65aa25d3
+# %% ../nbs/01_trees.ipynb #71a15b41
 @patch
 def check(self:TreePositions,
           n:int|None=None, # branching factor: slots must be in 0 .. n-1 (None: any slot >= 0)
@@ -920,7 +920,7 @@ def check(self:TreePositions,
                          f"0..{n - 1}; binarize the trees with Tree.lcrs() (n=2) or raise n")
     return self
 
-# %% ../nbs/01_trees.ipynb #ed7b4037
+# %% ../nbs/01_trees.ipynb #99f8e297
 @patch(as_prop=True)
 def slot(self:TreePositions) -> Tensor: # `[*batch]`
     "Each node's own child slot (the last step of its root path); -1 for roots and padding."
