@@ -607,7 +607,7 @@ def _is_empty_document(root) -> bool:
 def read_yaml(text:str|bytes, # a YAML document, or a stream of documents separated by `---`
               note:bool=False, # the note's token layout (see above) instead of the structural tree
               max_nodes:int=1_000_000, # limit per document, with aliases expanded and merged entries counted
-              max_nesting:int=10_000, # deepest nesting of mappings and lists
+              max_nesting:int=5_000, # deepest nesting of mappings and lists
              ) -> list[YamlTree|None]: # one per document; `None` for an empty document
     "Read YAML safely into one `YamlTree` per document: a `Tree` plus node kinds, tokens, places and paths."
     if not isinstance(text, (str, bytes)): raise TypeError(f"expected YAML text (str or bytes), got {type(text).__name__}")
@@ -627,7 +627,7 @@ def read_yaml(text:str|bytes, # a YAML document, or a stream of documents separa
 @patch(cls_method=True)
 def from_yaml(cls:Tree, text:str|bytes, # one YAML document
               max_nodes:int=1_000_000, # as in `read_yaml`: aliases expanded, merged entries counted
-              max_nesting:int=10_000, # as in `read_yaml`
+              max_nesting:int=5_000, # as in `read_yaml`
              ) -> Tree:
     "A YAML document as a tree, with the same rules as `Tree.from_json` (`read_yaml`'s structural layout)."
     docs = read_yaml(text, max_nodes=max_nodes, max_nesting=max_nesting)
