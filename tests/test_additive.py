@@ -9,8 +9,8 @@ import torch
 import yaml
 from hypothesis import given, settings, strategies as st
 
-from treepe_nb.additive import (AdditiveTreePE, NodeKind, YamlVocab, tree_coordinates, yaml_documents, yaml_nodes)
-from treepe_nb.trees import Tree, batch_positions
+from treepe_nb.additive import AdditiveTreePE, YamlVocab, yaml_documents, yaml_nodes
+from treepe_nb.trees import NodeKind, Tree, TreePositions, batch_positions, read_yaml
 
 from strategies import cuda
 
@@ -26,19 +26,25 @@ documents = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st
 
 
 def walk(doc):
-    "Expected (kind, depth, sibling, steps) of every token of a plain document, by the rules, recursively (small docs)."
-    out = []
-    def visit(v, steps, depth, sibling, role):
+    """Expected (kind, depth, sibling, steps) of every token of a plain document, by the rules, recursively (small
+    docs): a token hangs below the nearest key above it; depth = keys above; sibling = rank below that key (0 at the
+    top level); list items add no level."""
+    out, count = [], {}
+    def emit(kind, parent, depth, steps):
+        sibling = 0 if parent is None else count[parent]
+        if parent is not None: count[parent] += 1
+        out.append((kind, depth, sibling, steps)); count[len(out) - 1] = 0
+        return len(out) - 1
+    def visit(v, steps, parent, depth, role):
         if isinstance(v, (dict, list)) and v:
-            below = 0 if role == "root" else depth if role == "item" else depth + 1
             if isinstance(v, dict):
-                for j, (k, x) in enumerate(v.items()):
-                    out.append((NodeKind.LIST_KEY if role == "item" else NodeKind.KEY, below, j, steps + (k,)))
-                    visit(x, steps + (k,), below, j, "value")
+                for k, x in v.items():
+                    i = emit(NodeKind.LIST_KEY if role == "item" else NodeKind.KEY, parent, depth, steps + (k,))
+                    visit(x, steps + (k,), i, depth + 1, "value")
             else:
-                for i, x in enumerate(v): visit(x, steps + (i,), below, i, "item")
-        else: out.append((NodeKind.LIST_VALUE if role == "item" else NodeKind.VALUE, depth, sibling, steps))
-    if doc is not None: visit(doc, (), 0, 0, "root")
+                for j, x in enumerate(v): visit(x, steps + (j,), parent, depth, "item")
+        else: emit(NodeKind.LIST_VALUE if role == "item" else NodeKind.VALUE, parent, depth, steps)
+    if doc is not None: visit(doc, (), None, 0, "root")
     return out
 
 
@@ -95,7 +101,7 @@ def test_5000_levels_do_not_recurse():
     for text in (nested_maps, block_maps):
         with pytest.raises(RecursionError): yaml.safe_load(text)       # PyYAML's own composer cannot
         nodes = yaml_nodes(text)
-        assert len(nodes) == 5001 and nodes[-1].depth == 4999 and nodes[-1].kind == NodeKind.VALUE
+        assert len(nodes) == 5001 and nodes[-1].depth == 5000 and nodes[-1].kind == NodeKind.VALUE
         assert nodes[-1].steps == ("k",) * 5000 and nodes[-1].path == ".".join(["k"] * 5000)
         assert [n.depth for n in nodes[:-1]] == list(range(5000))
     nested_lists = "- " * 5000 + "leaf\n"
@@ -117,7 +123,9 @@ def test_5000_levels_do_not_recurse():
     ("{? {x: 1} : y}", "a mapping used as a key"),
     ("b: *a", "undefined alias *a"),
     ("a: &r {b: *r}", "makes the document recursive"),
-    ("a: &r {<<: *r}", "merges a mapping that contains it"),
+    ("a: &r {<<: *r}", "makes the document recursive"),
+    ("a: !!set", "not a plain scalar"),
+    ("!!set : 1", "not a plain scalar"),
     ("a: {<<: [1, 2]}", "needs a mapping or a list of mappings"),
 ])
 def test_refused_input_names_what_and_where(text, message):
@@ -163,15 +171,16 @@ def test_real_manifests_round_trip():
 
 @settings(max_examples=40, deadline=None)
 @given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), seed=st.integers(0, 2**31 - 1),
-       max_depth=st.integers(1, 12), max_sibling=st.integers(1, 12), num_types=st.integers(1, 5))
+       max_depth=st.integers(0, 12), max_sibling=st.integers(0, 12), num_types=st.integers(1, 5))
 def test_encoding_is_the_sum_of_three_rows(shape, seed, max_depth, max_sibling, num_types):
     g = torch.Generator().manual_seed(seed)
     pe = AdditiveTreePE(8, max_depth, max_sibling, num_types).double()
-    depth = torch.randint(-1, max_depth, shape, generator=g)
-    sibling = torch.randint(0, max_sibling, shape, generator=g)
+    assert pe.depth_emb.num_embeddings == max_depth + 1 and pe.sibling_emb.num_embeddings == max_sibling + 1
+    depth = torch.randint(-1, max_depth + 1, shape, generator=g)
+    sibling = torch.randint(0, max_sibling + 1, shape, generator=g)
     kind = torch.randint(0, num_types, shape, generator=g)
     with torch.no_grad():
-        out = pe(depth, sibling, kind)
+        out = pe.embed(depth, sibling, kind)
         want = pe.depth_emb.weight[depth.clamp(min=0)] + pe.sibling_emb.weight[sibling] + pe.type_emb.weight[kind]
         want[depth < 0] = 0
     torch.testing.assert_close(out, want, rtol=0, atol=0)
@@ -180,72 +189,92 @@ def test_encoding_is_the_sum_of_three_rows(shape, seed, max_depth, max_sibling, 
 @settings(max_examples=30, deadline=None)
 @given(depth=st.integers(0, 40), sibling=st.integers(0, 40))
 def test_overflow_policies(depth, sibling):
-    raising, clamping = AdditiveTreePE(4, 10, 8), AdditiveTreePE(4, 10, 8, overflow="clamp")
-    clamping.load_state_dict(raising.state_dict())
+    raising, truncating = AdditiveTreePE(4, 9, 7), AdditiveTreePE(4, 9, 7, overflow="truncate")
+    truncating.load_state_dict(raising.state_dict())
     d, s, k = torch.tensor([depth]), torch.tensor([sibling]), torch.tensor([1])
     with torch.no_grad():
-        inside = clamping(d.clamp(max=9), s.clamp(max=7), k)
-        torch.testing.assert_close(clamping(d, s, k), inside)
-        if depth < 10 and sibling < 8: torch.testing.assert_close(raising(d, s, k), inside)
+        inside = truncating.embed(d.clamp(max=9), s.clamp(max=7), k)
+        torch.testing.assert_close(truncating.embed(d, s, k), inside)
+        if depth <= 9 and sibling <= 7: torch.testing.assert_close(raising.embed(d, s, k), inside)
         else:
-            what = f"depth {depth} at index (0,)" if depth >= 10 else f"sibling index {sibling} at index (0,)"
-            with pytest.raises(ValueError, match=r"overflow='clamp'") as e: raising(d, s, k)
+            what = f"depth {depth} at index (0,)" if depth > 9 else f"sibling index {sibling} at index (0,)"
+            with pytest.raises(ValueError, match=r"overflow='truncate'") as e: raising.embed(d, s, k)
             assert what in str(e.value)
 
 
 def test_module_checks_and_sinusoidal_init():
-    with pytest.raises(ValueError, match="overflow must be"): AdditiveTreePE(8, 4, 4, overflow="wrap")
+    with pytest.raises(ValueError, match="overflow must be"): AdditiveTreePE(8, 4, 4, overflow="clamp")
     with pytest.raises(ValueError, match="depth_init must be"): AdditiveTreePE(8, 4, 4, depth_init="zeros")
-    with pytest.raises(ValueError, match="max_sibling must be >= 1"): AdditiveTreePE(8, 4, 0)
-    pe = AdditiveTreePE(16, 6, 4, depth_init="sinusoidal", init_std=0.5)
+    with pytest.raises(ValueError, match="max_sibling must be >= 0"): AdditiveTreePE(8, 4, -1)
+    pe = AdditiveTreePE(16, 5, 4, depth_init="sinusoidal", init_std=0.5)
     from treepe_nb.sequence import sinusoidal
     torch.testing.assert_close(pe.depth_emb.weight.detach(), sinusoidal(6, 16) * 2 ** 0.5 * 0.5)
     assert pe.depth_emb.weight.requires_grad                            # a starting point, still trained
-    with pytest.raises(ValueError, match="node type 4"): pe(torch.tensor([0]), torch.tensor([0]), torch.tensor([4]))
-    with pytest.raises(ValueError, match="depth -3"): pe(torch.tensor([-3]), torch.tensor([0]), torch.tensor([0]))
+    with pytest.raises(ValueError, match="node type 4"): pe.embed(torch.tensor([0]), torch.tensor([0]), torch.tensor([4]))
+    with pytest.raises(ValueError, match="depth -3"): pe.embed(torch.tensor([-3]), torch.tensor([0]), torch.tensor([0]))
+    pos = Tree.from_sexpr("(a b c)").positions()
+    with pytest.raises(TypeError, match="positions must be TreePositions"): pe(pos.depth, torch.zeros(3, dtype=torch.long))
+    with pytest.raises(ValueError, match="kinds must be a tensor shaped like"): pe(pos, torch.zeros(2, dtype=torch.long))
+
+
+def test_positions_from_any_tree_and_truncated_paths():
+    """The module reads depth and sibling from TreePositions; truncated paths keep the node's own slot (before, the
+    coordinates read on truncated positions could come out as [0, 0, 0, 0] instead of [0, 0, 1, 2])."""
+    t = Tree.from_sexpr("(r (a x y z))")
+    pe = AdditiveTreePE(8, 1, 4, num_types=1, overflow="truncate")
+    kinds = torch.zeros(len(t), dtype=torch.long)
+    kept = t.positions(max_depth=1, overflow="truncate")
+    assert kept.sibling().tolist() == [0, 0, 0, 1, 2]
+    with torch.no_grad():
+        torch.testing.assert_close(pe(kept, kinds), pe.embed(torch.tensor([0, 1, 1, 1, 1]), torch.tensor([0, 0, 0, 1, 2]), kinds))
+    with pytest.raises(ValueError, match="keep no step"): AdditiveTreePE(8, 0, 4, num_types=1, overflow="truncate")(
+        t.positions(max_depth=0, overflow="truncate"), kinds)
+    trees = [Tree.from_sexpr("(a (b c d) (e f (g h)))"), Tree.from_sexpr("(x y)")]
+    batch = batch_positions(trees)
+    out = AdditiveTreePE(8, 4, 4, num_types=1)(batch, torch.zeros(batch.shape, dtype=torch.long))
+    assert out.shape == (2, len(trees[0]), 8) and (out[1, 2:] == 0).all()
+    with pytest.raises(ValueError, match="max_depth=2"): AdditiveTreePE(8, 2, 4, num_types=1)(batch, torch.zeros(batch.shape, dtype=torch.long))
 
 
 def test_vocabulary_round_trip_and_unknown_tokens():
-    nodes = yaml_nodes("a: x\nb: [x, y]\nc: {a: z}\n")
-    vocab = YamlVocab.build(nodes)
+    docs = read_yaml("a: x\nb: [x, y]\nc: {a: z}\n", note=True)
+    vocab = YamlVocab.from_documents(docs)
+    assert (vocab.pad, vocab.start, vocab.end) == (0, 1, 2) and vocab.specials[:3] == ("<pad>", "<start>", "<end>")
     assert vocab.keys == ["a", "b", "c"] and vocab.values == ["x", "y", "z"]      # by count, then by token
-    enc = vocab.encode(nodes)
-    assert vocab.decode(enc.tokens) == [n.token for n in nodes]
-    assert enc.kind.tolist() == [int(n.kind) for n in nodes] and enc.depth.tolist() == [n.depth for n in nodes]
-    other = yaml_nodes("a: q\nd: x\n")
-    assert vocab.encode(other).tokens.tolist() == [vocab.key_ids["a"], vocab.UNK_VALUE, vocab.UNK_KEY, vocab.value_ids["x"]]
-    with pytest.raises(ValueError, match=r"node 1 \(VALUE at a, line 1\) has the value token 'q'"):
-        vocab.encode(other, unknown="raise")
-    assert YamlVocab.build(nodes, min_count=2).values == ["x"]
-    batch = vocab.encode_batch([nodes, other])
-    assert batch.tokens.shape == (2, len(nodes)) and not batch.mask[1, len(other):].any()
-    assert (batch.tokens[1, len(other):] == vocab.PAD).all()
+    ids = vocab.encode(docs[0])
+    assert vocab.decode(ids) == docs[0].tokens
+    assert vocab.encode(docs[0], special=True).tolist() == [vocab.start, *ids.tolist(), vocab.end]
+    other = read_yaml("a: q\nd: x\n", note=True)
+    assert vocab.encode(other[0]).tolist() == [vocab.key_ids["a"], vocab.unk_value, vocab.unk_key, vocab.value_ids["x"]]
+    with pytest.raises(ValueError, match=r"token 1 \(VALUE at a, line 1\) has the value token 'q'"):
+        vocab.encode(other[0], unknown="raise")
+    assert YamlVocab.from_documents(docs, min_count=2).values == ["x"]
+    batch = vocab.encode_batch([docs[0], other[0]])
+    assert batch.tokens.shape == (2, len(docs[0])) and not batch.mask[1, len(other[0]):].any()
+    assert (batch.tokens[1, len(other[0]):] == vocab.pad).all()
+    assert batch.positions.depth[0].tolist() == docs[0].positions().depth.tolist()
+    out = AdditiveTreePE(8, 4, 4)(batch.positions, batch.kinds)
+    assert (out[1, len(other[0]):] == 0).all()
     with pytest.raises(ValueError, match="more than once"): YamlVocab(["a", "a"], [])
-
-
-def test_tree_coordinates_on_any_tree():
-    trees = [Tree.from_sexpr("(a (b c d) (e f (g h)))"), Tree.from_sexpr("(x y)")]
-    depth, sibling = tree_coordinates(batch_positions(trees))
-    t = trees[0]
-    assert depth[0].tolist() == t.depth.tolist()
-    assert sibling[0].tolist() == [0] + t.slot[1:].tolist()
-    assert depth[1].tolist()[2:] == [-1] * (len(t) - 2)
-    out = AdditiveTreePE(8, 4, 4, num_types=1)(depth, sibling, torch.zeros_like(depth))
-    assert out.shape == (2, len(t), 8) and (out[1, 2:] == 0).all()
+    with pytest.raises(TypeError, match="not a YamlTree"): vocab.encode_batch([None])
 
 
 @cuda
 def test_runs_on_cuda():
     dev = torch.device("cuda")
     pe = AdditiveTreePE(32, 8, 8).to(dev)
-    inp = YamlVocab.build(yaml_nodes("a: [1, 2]\nb: {c: d}\n")).encode(yaml_nodes("a: [1, 2]\nb: {c: d}\n")).to(dev)
-    out = pe(inp.depth, inp.sibling, inp.kind)
+    doc, = read_yaml("a: [1, 2]\nb: {c: d}\n", note=True)
+    pos, kinds = doc.positions(), doc.kinds
+    out = pe(pos.to(dev), kinds.to(dev))
     assert out.device.type == "cuda"
-    torch.testing.assert_close(out.cpu(), pe.cpu()(inp.depth.cpu(), inp.sibling.cpu(), inp.kind.cpu()))
+    torch.testing.assert_close(out.cpu(), pe.cpu()(pos, kinds))
 
 
 def test_compiles_as_one_graph():
-    pe = AdditiveTreePE(16, 8, 8, overflow="clamp")
+    pe = AdditiveTreePE(16, 8, 8, overflow="truncate")
     args = (torch.tensor([[0, 3, 9, -1]]), torch.tensor([[0, 1, 12, 0]]), torch.tensor([[0, 1, 3, 0]]))
-    compiled = torch.compile(pe, fullgraph=True, backend="aot_eager")     # the checks are skipped while compiling
-    torch.testing.assert_close(compiled(*args), pe(*args))
+    compiled = torch.compile(pe.embed, fullgraph=True, backend="aot_eager")   # the checks are skipped while compiling
+    torch.testing.assert_close(compiled(*args), pe.embed(*args))
+    doc, = read_yaml("a: [1, 2]\nb: {c: d}\n", note=True)
+    compiled = torch.compile(pe, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(doc.positions(), doc.kinds), pe(doc.positions(), doc.kinds))

@@ -127,3 +127,87 @@ def test_positions_move_to_a_device():
     assert isinstance(pos.to("cpu"), TreePositions) and pos.to("cpu") == pos
     if torch.cuda.is_available():
         assert pos.to("cuda").paths.device.type == "cuda"
+
+
+# ---- hardening: each of these was accepted silently, crashed with a raw error, or ran for minutes before ----
+
+def test_integer_arrays_only():
+    with pytest.raises(TypeError, match="parent must hold integers"): Tree(["a", "b"], [-1, 0.9], [-1, 1.7])
+    with pytest.raises(TypeError, match="slot must hold integers"): Tree(["a", "b"], [-1, 0], [-1, 1.7])
+    with pytest.raises(TypeError, match="parents must hold integers"): Tree.from_parents(["a", "b"], [-1, 0.6])
+    with pytest.raises(ValueError, match="one-dimensional"): Tree.from_parents(["a", "b"], np.array([[-1, 0]]))
+    with pytest.raises(ValueError, match="outside the int64 range"): Tree.from_parents(["a", "b"], [-1, 2**63])
+
+
+@pytest.mark.parametrize("source", [b"x = 1 + 2", None, 123])
+def test_python_ast_needs_text(source):
+    with pytest.raises(TypeError, match="expected Python source as a str"): Tree.from_python_ast(source)
+
+
+def test_readers_refuse_wrong_types():
+    from treepe_nb.trees import python_functions
+    with pytest.raises(TypeError): Tree.from_sexpr(["(a b)"])
+    with pytest.raises(TypeError): Tree.from_json(object())
+    with pytest.raises(TypeError): Tree.from_yaml(None)
+    with pytest.raises(TypeError): Tree.from_conllu(None)
+    with pytest.raises(TypeError, match="node indices"): Tree.from_sexpr("(a b)").path(0, 1.5)
+    with pytest.raises(TypeError, match="item 0 of trees is a str"): batch_positions(["(a b)"])
+    with pytest.raises(ValueError, match="nested too deeply"): python_functions("x = " + "-" * 100_000 + "1")
+
+
+def test_conllu_errors_name_the_problem():
+    text = "1\tThe\tthe\tDET\t_\t_\t2\tdet\t_\t_\n2\tcat\tcat\tNOUN\t_\t_\t0\troot\t_\t_\n\n"
+    assert Tree.from_conllu(text)[0].labels == ["cat", "The"]
+    with pytest.raises(ValueError, match="label must be one of form, lemma"): Tree.from_conllu(text, label="nope")
+    with pytest.raises(ValueError, match="column"): Tree.from_conllu("1\tThe\tthe\n\n")
+
+
+def test_tuples_and_unhashable_labels():
+    with pytest.raises(ValueError, match="not \\(label, \\[children\\]\\)"): Tree.from_nested(("a", [("b", "c")]))
+    assert Tree.from_json([(1, 2), {"a": (3,)}]) == Tree.from_json([[1, 2], {"a": [3]}])
+    with pytest.raises(ValueError, match="unhashable"): Tree.from_nested(("a", [{"x": 1}]))
+    with pytest.raises(ValueError, match="unhashable"): Tree.from_parents([["a"]], [-1])
+
+
+def test_sharing_bombs_are_refused_fast():
+    dag = ["x", "x"]
+    for _ in range(30): dag = [("n", dag), ("n", dag)]          # 2**31 nodes through shared child lists
+    with pytest.raises(ValueError, match="max_nodes=10000000"): Tree.from_nested(("root", dag))
+    doc = [1, 2]
+    for _ in range(40): doc = {"a": doc, "b": doc}
+    with pytest.raises(ValueError, match="max_nodes"): Tree.from_json(doc)
+
+
+def _laughs(levels, width):
+    text = "a0: &a0 [" + ", ".join(["lol"] * width) + "]\n"
+    for k in range(1, levels):
+        text += f"a{k}: &a{k} [" + ", ".join([f"*a{k - 1}"] * width) + "]\n"
+    return text
+
+
+def test_yaml_alias_bombs_are_refused_while_composing():
+    bomb = _laughs(9, 9)                                        # about 430 bytes, 9**9 = 387 million nodes
+    assert len(bomb) < 500
+    with pytest.raises(ValueError, match="max_nodes=1000000"): Tree.from_yaml(bomb)
+    six = _laughs(6, 14)                                        # 14**6 = 7.5 million nodes
+    with pytest.raises(ValueError, match="max_nodes"): Tree.from_yaml(six)
+    assert len(Tree.from_yaml(_laughs(3, 4))) > 4 ** 3
+
+
+def test_yaml_merge_amplification_is_bounded():
+    base = "a: &a {" + ", ".join(f"k{i}: {i}" for i in range(2000)) + "}\n"
+    text = base + "b: {<<: [" + ", ".join(["*a"] * 20_000) + "]}\n"  # about 100 KB
+    with pytest.raises(ValueError, match="max_nodes"): Tree.from_yaml(text)
+    text = base + "".join(f"b{j}: {{<<: *a}}\n" for j in range(600))
+    with pytest.raises(ValueError, match="copy more than max_nodes=1000000 entries"): Tree.from_yaml(text)
+
+
+def test_yaml_nesting_is_bounded():
+    with pytest.raises(ValueError, match="max_nesting=5000"): Tree.from_yaml("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="max_nesting=50"): Tree.from_yaml("{k: " * 100 + "x" + "}" * 100, max_nesting=50)
+
+
+@pytest.mark.parametrize("text, message", [("a: 1\na: 2", "duplicate key 'a' at line 2, column 1"),
+                                           ("a: !!set", "not a plain scalar"), ("!!set : 1", "not a plain scalar")])
+def test_yaml_refusals(text, message):
+    with pytest.raises(ValueError, match=message): Tree.from_yaml(text)

@@ -4,8 +4,9 @@
 
 # %% ../nbs/01_trees.ipynb #ad38d534
 from __future__ import annotations
-import ast, json, re, sys, sysconfig
+import ast, datetime, json, re, sys, sysconfig
 from dataclasses import dataclass, field
+from enum import IntEnum
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Hashable, Iterable, Sequence
@@ -16,8 +17,8 @@ import yaml
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['Tree', 'python_functions', 'check_overflow', 'TreePositions', 'collate_positions', 'batch_positions',
-           'stdlib_sources', 'stdlib_function_trees']
+__all__ = ['Tree', 'python_functions', 'NodeKind', 'YamlTree', 'read_yaml', 'check_overflow', 'TreePositions',
+           'collate_positions', 'batch_positions', 'stdlib_sources', 'stdlib_function_trees']
 
 # %% ../nbs/01_trees.ipynb #2243199f
 def _chase(parent:np.ndarray, follow:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -31,6 +32,24 @@ def _chase(parent:np.ndarray, follow:np.ndarray) -> tuple[np.ndarray, np.ndarray
         stop = nxt
 
 # %% ../nbs/01_trees.ipynb #31972665
+_INT64 = np.iinfo(np.int64)
+
+def _node_array(values, what:str) -> np.ndarray:
+    "One integer per node as an int64 array: a `TypeError` for anything but integers, a `ValueError` for a bad shape or range."
+    if isinstance(values, Tensor): values = values.detach().cpu().numpy()
+    if isinstance(values, (str, bytes, dict)) or np.ndim(values) == 0 and not isinstance(values, (list, tuple)):
+        raise TypeError(f"{what} must be a sequence of integers (one per node), got {type(values).__name__}")
+    try: a = np.asarray(values)
+    except (ValueError, OverflowError) as e: raise ValueError(f"{what} must be a flat sequence of integers: {e}") from None
+    if a.ndim != 1: raise ValueError(f"{what} must be one-dimensional (one integer per node), got shape {a.shape}")
+    if a.size == 0 or a.dtype.kind == "i": return a.astype(np.int64, copy=False)
+    if a.dtype.kind == "u" and a.max() <= _INT64.max: return a.astype(np.int64)
+    for k, x in enumerate(values):                            # the error path only: name the first bad entry
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+            raise TypeError(f"{what} must hold integers: entry {k} is {x!r} ({type(x).__name__})")
+        if not _INT64.min <= x <= _INT64.max: raise ValueError(f"{what}[{k}] = {x} is outside the int64 range")
+    raise TypeError(f"{what} must hold integers, got dtype {a.dtype}")
+
 class Tree:
     "An ordered tree with nodes in depth-first preorder: `labels`, `parent` (-1 at the root), `slot` (-1 at the root)."
     def __init__(self,
@@ -40,8 +59,7 @@ class Tree:
                  validate:bool=True, # check the arrays (constructors that build valid arrays skip it)
                 ):
         self.labels = list(labels)
-        self.parent = np.asarray(parent, dtype=np.int64).reshape(-1)
-        self.slot = np.asarray(slot, dtype=np.int64).reshape(-1)
+        self.parent, self.slot = _node_array(parent, "parent"), _node_array(slot, "slot")
         if validate: self._validate()
 
     def _node(self, i): return f"node {i} ({self.labels[i]!r})"
@@ -121,12 +139,41 @@ def _check_label(label, node):
     except TypeError: raise ValueError(f"the label of node {node} is unhashable: {label!r}") from None
     return label
 
-@classmethod
-def _from_nested(cls, obj:Any # `(label, [children])`, or a bare label for a leaf
-                ) -> Tree:
+def _expanded_size(root, kids_of, limit:int, what:str) -> int:
+    "Nodes of `root` once containers shared by reference are expanded, memoised per container (no recursion)."
+    memo, on_path, stack = {}, set(), [(root, False)]
+    def size(o):
+        k = kids_of(o); return 1 if k is None else memo[k[0]]
+    while stack:
+        obj, done = stack.pop()
+        k = kids_of(obj)
+        if k is None: continue
+        key, own, kids = k
+        if done:
+            on_path.discard(key); memo[key] = own + sum(size(c) for c in kids)
+            if memo[key] > limit:
+                raise ValueError(f"{what} shares containers by reference and expands to more than max_nodes={limit} "
+                                 f"nodes; pass a larger max_nodes if that is intended")
+        elif key not in memo:
+            if key in on_path: raise ValueError(f"{what} is cyclic: a container contains itself")
+            on_path.add(key); stack.append((obj, True)); stack.extend((c, False) for c in kids)
+    return size(root)
+
+def _too_many(n:int, limit:int, what:str):
+    if n > limit: raise ValueError(f"{what} has more than max_nodes={limit} nodes; pass a larger max_nodes if that is intended")
+
+def _nested_kids(item):
+    return (id(item[1]), 1, item[1]) if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], list) else None
+
+_EXIT = object()
+
+@patch(cls_method=True)
+def from_nested(cls:Tree, obj:Any, # `(label, [children])`, or a bare label for a leaf
+                max_nodes:int=10_000_000, # refuse larger trees (child lists shared by reference are counted expanded)
+               ) -> Tree:
     "Read a tree from nested `(label, [children])` tuples; a leaf is a bare label or `(label, [])`."
     labels, parent, slot = [], [], []
-    stack, on_path = [(obj, -1, -1)], set()
+    stack, on_path, seen, sized = [(obj, -1, -1)], set(), set(), False
     while stack:
         item, p, s = stack.pop()
         if item is _EXIT: on_path.discard(p); continue
@@ -134,19 +181,22 @@ def _from_nested(cls, obj:Any # `(label, [children])`, or a bare label for a lea
         if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], list):
             label, kids = item
             if id(kids) in on_path: raise ValueError(f"the nested input is cyclic: node {i} contains one of its ancestors' child lists")
-            on_path.add(id(kids))
+            if kids and id(kids) in seen and not sized:          # shared by reference: count the expansion first
+                _expanded_size(obj, _nested_kids, max_nodes, "the nested input"); sized = True
+            on_path.add(id(kids)); seen.add(id(kids))
             stack.append((_EXIT, id(kids), None))
             stack.extend((kid, i, k) for k, kid in reversed(list(enumerate(kids))))
         elif isinstance(item, list):
             raise ValueError(f"node {i} is a list: write a node as (label, [children])")
+        elif isinstance(item, tuple):
+            raise ValueError(f"node {i} is a tuple {item!r:.60} that is not (label, [children]): a leaf label may not be a tuple")
         else: label = item
         labels.append(_check_label(label, i)); parent.append(p); slot.append(s)
+        _too_many(len(labels), max_nodes, "the nested input")
     return cls(labels, parent, slot, validate=False)
 
-_EXIT = object()
-Tree.from_nested = _from_nested
-
-def _to_nested(self:Tree):
+@patch
+def to_nested(self:Tree):
     "The inverse of `Tree.from_nested`: leaves as bare labels, other nodes as `(label, [children])`."
     if self.has_gaps: raise ValueError("a tree with empty child slots has no nested form (see `unlcrs`)")
     kids, start = _children_csr(self.parent)
@@ -155,7 +205,6 @@ def _to_nested(self:Tree):
         ch = kids[start[i]:start[i + 1]]
         out[i] = (self.labels[i], [out[c] for c in ch]) if len(ch) else self.labels[i]
     return out[0]
-Tree.to_nested = _to_nested
 
 # %% ../nbs/01_trees.ipynb #8f50deae
 _SEXPR_TOKEN = re.compile(r'(?P<open>\()|(?P<close>\))|"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<atom>[^\s()"]+)|(?P<space>\s+)|(?P<bad>.)', re.S)
@@ -166,10 +215,11 @@ def _atom(label) -> str:
     if s and not _NEEDS_QUOTES.search(s): return s
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-@classmethod
-def _from_sexpr(cls, text:str # e.g. "(+ 1 (* 2 3))"
-               ) -> Tree:
+@patch(cls_method=True)
+def from_sexpr(cls:Tree, text:str # e.g. "(+ 1 (* 2 3))"
+              ) -> Tree:
     "Read an S-expression; labels are strings. A `ValueError` gives the character offset of any mistake."
+    if not isinstance(text, str): raise TypeError(f"from_sexpr reads a str, got {type(text).__name__}")
     labels, parent, slot, open_at = [], [], [], []            # open_at: offsets of the '(' still open
     open_nodes, n_kids, expect_label = [], [], False
     for m in _SEXPR_TOKEN.finditer(text):
@@ -195,9 +245,8 @@ def _from_sexpr(cls, text:str # e.g. "(+ 1 (* 2 3))"
     if expect_label or open_nodes: raise ValueError(f"the '(' at offset {open_at[-1]} is never closed")
     if not labels: raise ValueError("empty S-expression")
     return cls(labels, parent, slot, validate=False)
-Tree.from_sexpr = _from_sexpr
-
-def _to_sexpr(self:Tree) -> str:
+@patch
+def to_sexpr(self:Tree) -> str:
     "The canonical S-expression of the tree; `Tree.from_sexpr` reads it back exactly (for string labels)."
     if self.has_gaps: raise ValueError("a tree with empty child slots has no S-expression (see `unlcrs`)")
     n, depth = len(self), self.depth
@@ -207,7 +256,6 @@ def _to_sexpr(self:Tree) -> str:
     for i in range(n):
         parts.append(("(" if internal[i] else "") + _atom(self.labels[i]) + ")" * int(closes[i]))
     return " ".join(parts)
-Tree.to_sexpr = _to_sexpr
 
 # %% ../nbs/01_trees.ipynb #9931e88f
 _SKIP_FIELDS = {"ctx", "type_comment", "kind"}
@@ -219,14 +267,18 @@ def _ast_children(node):
         for v in (value if isinstance(value, list) else [value]):
             if isinstance(v, ast.AST) or not (v is None and not isinstance(value, list)): yield v
 
-@classmethod
-def _from_python_ast(cls, source:str|ast.AST # Python source code, or an already parsed `ast` node
-                    ) -> Tree:
+def _parse_python(source) -> ast.AST:
+    "`ast.parse(source)` with a `TypeError` for non-text and a `ValueError` for invalid or too deeply nested code."
+    if not isinstance(source, str): raise TypeError(f"expected Python source as a str, got {type(source).__name__}")
+    try: return ast.parse(source)
+    except SyntaxError as e: raise ValueError(f"invalid Python at line {e.lineno}, column {e.offset}: {e.msg}") from None
+    except (RecursionError, MemoryError): raise ValueError("the Python source is nested too deeply for Python's own parser") from None
+
+@patch(cls_method=True)
+def from_python_ast(cls:Tree, source:str|ast.AST # Python source code (a `str`), or an already parsed `ast` node
+                   ) -> Tree:
     "Syntax tree of Python code: node type names as labels, identifiers and constants as leaves."
-    if isinstance(source, str):
-        try: source = ast.parse(source)
-        except SyntaxError as e: raise ValueError(f"invalid Python at line {e.lineno}, column {e.offset}: {e.msg}") from None
-        except (RecursionError, MemoryError): raise ValueError("the Python source is nested too deeply for Python's own parser") from None
+    if not isinstance(source, ast.AST): source = _parse_python(source)
     labels, parent, slot = [], [], []
     stack = [(source, -1, -1)]
     while stack:
@@ -239,13 +291,11 @@ def _from_python_ast(cls, source:str|ast.AST # Python source code, or an already
             stack.extend((kid, i, k) for k, kid in reversed(list(enumerate(kids))))
         else: labels.append(_check_label(node, i))
     return cls(labels, parent, slot, validate=False)
-Tree.from_python_ast = _from_python_ast
 
 def python_functions(source:str, # Python source code
                     ) -> list[tuple[str, Tree]]: # (qualified-ish name `outer.inner`, tree) per definition
     "The tree of every function and method defined in `source`, nested definitions included."
-    try: module = ast.parse(source)
-    except SyntaxError as e: raise ValueError(f"invalid Python at line {e.lineno}, column {e.offset}: {e.msg}") from None
+    module = _parse_python(source)
     out, stack = [], [(module, "")]
     while stack:
         node, prefix = stack.pop()
@@ -257,37 +307,49 @@ def python_functions(source:str, # Python source code
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)): out.append((prefix, Tree.from_python_ast(node)))
     return out
 
-# %% ../nbs/01_trees.ipynb #b2e2aef3
-@classmethod
-def _from_json(cls, obj:Any # JSON text (a `str`), or an already parsed value (dicts, lists, scalars)
-              ) -> Tree:
+# %% ../nbs/01_trees.ipynb #85866b59
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+def _json_kids(v):
+    if isinstance(v, dict): return (id(v), 1 + len(v), list(v.values()))
+    if isinstance(v, (list, tuple)): return (id(v), 1, list(v))
+    return None
+
+def _json_scalar(v, i:int, what:str="value"):
+    if not isinstance(v, _JSON_SCALARS):
+        raise TypeError(f"node {i} is a {what} of type {type(v).__name__} ({v!r:.40}): a parsed JSON value holds "
+                        f"dicts, lists (or tuples), str, int, float, bool and None")
+    return v
+
+@patch(cls_method=True)
+def from_json(cls:Tree, obj:Any, # JSON text (`str` or `bytes`), or a parsed value: dicts, lists or tuples, scalars
+              max_nodes:int=10_000_000, # refuse larger trees (containers shared by reference are counted expanded)
+             ) -> Tree:
     "A JSON value as a tree: `{}` nodes with key children, `[]` nodes with items, scalars as leaves."
-    if isinstance(obj, (str, bytes)):
+    if isinstance(obj, (str, bytes, bytearray)):
         try: obj = json.loads(obj)
         except json.JSONDecodeError as e: raise ValueError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
         except RecursionError: raise ValueError("the JSON document is nested too deeply for Python's json parser") from None
-    return cls._from_value(obj)
-
-@classmethod
-def _from_value(cls, obj):
-    "A parsed document (dicts, lists, scalars) as a tree, without recursion."
     labels, parent, slot = [], [], []
-    stack, on_path = [(obj, -1, -1)], set()
+    stack, on_path, seen, sized = [(obj, -1, -1)], set(), set(), False
     while stack:
         v, p, s = stack.pop()
         if v is _EXIT: on_path.discard(p); continue
         i = len(labels)
         parent.append(p); slot.append(s)
-        if isinstance(v, (dict, list)):
+        if isinstance(v, (dict, list, tuple)):
             if id(v) in on_path: raise ValueError(f"the document is cyclic: node {i} contains one of its ancestors")
-            on_path.add(id(v)); stack.append((_EXIT, id(v), None))
+            if v and id(v) in seen and not sized:                  # shared by reference: count the expansion first
+                _expanded_size(obj, _json_kids, max_nodes, "the document"); sized = True
+            on_path.add(id(v)); seen.add(id(v)); stack.append((_EXIT, id(v), None))
             labels.append("{}" if isinstance(v, dict) else "[]")
             if isinstance(v, dict):
                 for k, (key, x) in reversed(list(enumerate(v.items()))): stack.append((_Key(key, x), i, k))
             else: stack.extend((x, i, k) for k, x in reversed(list(enumerate(v))))
         elif isinstance(v, _Key):
-            labels.append(_check_label(v.key, i)); stack.append((v.value, i, 0))
-        else: labels.append(_check_label(v, i))
+            labels.append(_json_scalar(v.key, i, "key")); stack.append((v.value, i, 0))
+        else: labels.append(_json_scalar(v, i))
+        _too_many(len(labels), max_nodes, "the document")
     return cls(labels, parent, slot, validate=False)
 
 @dataclass
@@ -295,31 +357,293 @@ class _Key:
     key: Any
     value: Any
 
-Tree.from_json, Tree._from_value = _from_json, _from_value
+# %% ../nbs/01_trees.ipynb #0cb2360b
+class NodeKind(IntEnum):
+    "The structural role of a node of a YAML document: the design note's four node types."
+    KEY = 0         # a key of a mapping that is not itself a list item (top level, or the value of a key)
+    VALUE = 1       # a scalar (or container) that is the value of a key, or the whole document
+    LIST_KEY = 2    # a key of a mapping that is an item of a list (`- name: ...`)
+    LIST_VALUE = 3  # a scalar (or container) that is an item of a list (`- one`)
 
-@classmethod
-def _from_yaml(cls, text:str # one YAML document
-              ) -> Tree:
-    "A YAML document as a tree (safe loading only), with the same rules as `Tree.from_json`."
-    try: docs = list(yaml.safe_load_all(text))
+# %% ../nbs/01_trees.ipynb #10e15f02
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)    # libyaml's parser when present: same events, faster
+_MERGE, _VALUE_KEY = "tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"
+_MAP, _SEQ, _STR, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "null"))
+_YAML_SCALARS = (str, int, float, bool, type(None), bytes, datetime.date)    # what safe loading builds from scalars
+
+def _where(mark) -> str: return f"line {mark.line + 1}, column {mark.column + 1}"
+
+def _short(tag:str) -> str: return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
+
+def _construct_scalar(loader, node):
+    "The Python value of a scalar node, by PyYAML's safe constructor; unsafe, unknown or non-scalar tags are a `ValueError`."
+    try: value = loader.construct_object(node)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ValueError(f"invalid or unsafe YAML{where}: {getattr(e, 'problem', None) or e}") from None
-    except RecursionError: raise ValueError("the YAML document is nested too deeply for PyYAML") from None
-    if len(docs) != 1: raise ValueError(f"expected one YAML document, found {len(docs)} (split the stream first)")
-    return cls._from_value(docs[0])
-Tree.from_yaml = _from_yaml
+        raise ValueError(f"cannot load the scalar {node.value!r} at {_where(node.start_mark)}: tag {_short(node.tag)} "
+                         f"is not a safe YAML type ({getattr(e, 'problem', e)})") from None
+    if not isinstance(value, _YAML_SCALARS):
+        raise ValueError(f"the scalar {node.value!r} at {_where(node.start_mark)} has tag {_short(node.tag)}, which builds "
+                         f"a {type(value).__name__}, not a plain scalar: refused")
+    return value
+
+def _check_container_tag(node):
+    if node.tag in (_MAP, _SEQ): return
+    what = "is a safe YAML type, but not supported here (use plain mappings and lists)" \
+        if node.tag in yaml.SafeLoader.yaml_constructors else "would construct an object or is unknown: refused (safe loading)"
+    raise ValueError(f"the {'mapping' if isinstance(node, yaml.MappingNode) else 'list'} at {_where(node.start_mark)} "
+                     f"has tag {_short(node.tag)}, which {what}")
+
+class _Budget:
+    "The node limit of one document: expanded sizes, and the entries merge keys copy."
+    def __init__(self, max_nodes:int): self.max_nodes, self.merged = max_nodes, 0
+    def check_size(self, node):
+        if node.size > self.max_nodes:
+            raise ValueError(f"the {'mapping' if isinstance(node, yaml.MappingNode) else 'list'} at {_where(node.start_mark)} "
+                             f"has more than max_nodes={self.max_nodes} nodes once its aliases are expanded; pass a larger "
+                             f"max_nodes if that is intended")
+    def merge(self, n:int, mark):
+        self.merged += n
+        if self.merged > self.max_nodes:
+            raise ValueError(f"the merge keys up to {_where(mark)} copy more than max_nodes={self.max_nodes} entries; pass "
+                             f"a larger max_nodes if that is intended")
+
+def _flatten(loader, node, complete:set, budget:_Budget):
+    "Resolve `<<` merge keys as `yaml.safe_load` does, refuse duplicate keys, and store `node.entries`."
+    merged, own = [], []
+    for k, v in node.value:
+        if k.tag != _MERGE:
+            if k.tag == _VALUE_KEY: k.tag = _STR                        # the `=` key is a plain string key
+            own.append((k, v)); continue
+        sources = v.value if isinstance(v, yaml.SequenceNode) else [v]
+        for s in sources:
+            if not isinstance(s, yaml.MappingNode):
+                raise ValueError(f"the merge key `<<` at {_where(k.start_mark)} needs a mapping or a list of mappings")
+            if id(s) not in complete:
+                raise ValueError(f"the merge key `<<` at {_where(k.start_mark)} merges a mapping that contains it")
+        budget.merge(sum(len(s.entries) for s in sources), k.start_mark)   # before copying anything
+        merged.extend(reversed(sources))
+    entries, first_line = {}, {}
+    for s in merged: entries.update((e[0], e) for e in s.entries)   # keys already checked; earlier sources win
+    for k, v in own:
+        if not isinstance(k, yaml.ScalarNode):
+            raise ValueError(f"a {'mapping' if isinstance(k, yaml.MappingNode) else 'list'} used as a key at "
+                             f"{_where(k.start_mark)}: only scalar keys are supported")
+        key = _construct_scalar(loader, k)
+        if key in first_line:
+            raise ValueError(f"duplicate key {k.value!r} at {_where(k.start_mark)}: it loads as {key!r}, equal to "
+                             f"the key at {first_line[key]}; YAML keys must be unique")
+        first_line[key] = _where(k.start_mark)
+        entries[key] = (key, k, v)                # a later entry overrides the value, the first keeps the place
+    node.entries = list(entries.values())
+
+def _close(loader, node, complete:set, budget:_Budget, note:bool):
+    "A container is complete: flatten a mapping and record its expanded size in the chosen layout."
+    if isinstance(node, yaml.MappingNode):
+        _flatten(loader, node, complete, budget)
+        size = sum(1 + v.size for _, _, v in node.entries)
+    else: size = sum(v.size for v in node.value)
+    node.size = (size or 1) if note else size + 1           # note: containers are no tokens, an empty one is one
+    complete.add(id(node))
+    budget.check_size(node)
+
+def _compose(loader, max_nodes:int, max_nesting:int, note:bool):
+    "Yield the root node of each document, composing with an explicit stack: no recursion over depth."
+    loader.get_event()                                                  # StreamStart
+    while not loader.check_event(yaml.StreamEndEvent):
+        loader.get_event()                                              # DocumentStart
+        anchors, complete, frames, root, budget = {}, set(), [], None, _Budget(max_nodes)
+        while not loader.check_event(yaml.DocumentEndEvent):
+            ev = loader.get_event()
+            if isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                _close(loader, frames.pop()[0], complete, budget, note); continue
+            if isinstance(ev, yaml.AliasEvent):
+                if ev.anchor not in anchors: raise ValueError(f"undefined alias *{ev.anchor} at {_where(ev.start_mark)}")
+                node = anchors[ev.anchor]
+                if not isinstance(node, yaml.ScalarNode) and id(node) not in complete:
+                    raise ValueError(f"the alias *{ev.anchor} at {_where(ev.start_mark)} makes the document recursive "
+                                     f"(a node contains itself): it has no finite tree")
+            else:
+                node = _new_node(loader, ev)
+                if ev.anchor is not None:
+                    if ev.anchor in anchors:
+                        raise ValueError(f"duplicate anchor &{ev.anchor} at {_where(ev.start_mark)} (first at "
+                                         f"{_where(anchors[ev.anchor].start_mark)})")
+                    anchors[ev.anchor] = node
+            if frames: _attach(frames[-1], node)
+            else: root = node
+            if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                if len(frames) >= max_nesting:
+                    raise ValueError(f"the document is nested deeper than max_nesting={max_nesting} mappings and lists "
+                                     f"at {_where(ev.start_mark)}; pass a larger max_nesting if that is intended")
+                frames.append([node, None])
+        loader.get_event()                                              # DocumentEnd
+        yield root
+
+def _new_node(loader, ev):
+    "A node for a scalar or container start event, with its tag resolved as PyYAML's composer does."
+    tag = ev.tag
+    if isinstance(ev, yaml.ScalarEvent):
+        if tag is None or tag == "!": tag = loader.resolve(yaml.ScalarNode, ev.value, ev.implicit)
+        node = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
+        node.size = 1
+        return node
+    cls = yaml.MappingNode if isinstance(ev, yaml.MappingStartEvent) else yaml.SequenceNode
+    if tag is None or tag == "!": tag = loader.resolve(cls, None, ev.implicit)
+    node = cls(tag, [], ev.start_mark, ev.end_mark, flow_style=ev.flow_style)
+    _check_container_tag(node)
+    return node
+
+def _attach(top, node):
+    "Add `node` to the open container `top` = [container, pending key]: as a list item, a key, or a key's value."
+    if isinstance(top[0], yaml.SequenceNode): top[0].value.append(node)
+    elif top[1] is None: top[1] = node
+    else: top[0].value.append((top[1], node)); top[1] = None
+
+# %% ../nbs/01_trees.ipynb #07b6f26a
+_BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+def _key_fragment(key, tag:str, token:str) -> tuple[bool, str]:
+    "How one mapping key is written in a path: bare, as a quoted string, or as a tagged non-string scalar."
+    if isinstance(key, str):
+        return (True, key) if _BARE_KEY.fullmatch(key) else (False, f"[{json.dumps(key, ensure_ascii=False)}]")
+    return False, f"[!!{tag.rsplit(':', 1)[-1]} {token}]"
+
+def _chain(link) -> list:
+    out = []
+    while link is not None: out.append(link); link = link[0]
+    return out[::-1]
+
+@dataclass(eq=False)
+class YamlTree:
+    "One YAML document as a `Tree`, with the kind, text, place and path of every node of its token sequence."
+    tree: Tree              # the document's tree (with `note=True` its root, a container, is not a token)
+    kinds: Tensor           # LongTensor `[length]`: the `NodeKind` of each token
+    tokens: list            # each token as written: a key's name, a scalar's text; `{}` / `[]` for a container
+    lines: list             # 1-based line of each token
+    columns: list           # 1-based column of each token
+    doc: int                # index of the document in the stream (empty documents count)
+    note: bool              # the layout: the note's tokens (True) or the structural tree (False)
+    links: list = field(repr=False)   # per token: (parent link, step, (bare, text)), a shared chain
+
+    @property
+    def start(self) -> int:
+        "Tree index of the first token: 1 when the tree has a root that is not a token, else 0."
+        return len(self.tree) - len(self.tokens)
+    @property
+    def values(self) -> list:
+        "Each token's value as safe loading builds it: a key, a scalar, or `{}` / `[]` for a container."
+        return self.tree.labels[self.start:]
+    def __len__(self): return len(self.tokens)
+
+    def steps(self, i:int) -> tuple:
+        "Keys and list indices from the document root to token `i`: `functools.reduce(operator.getitem, steps, doc)`."
+        return tuple(step for _, step, _ in _chain(self.links[i]))
+
+    def path(self, i:int) -> str:
+        "The path of token `i` as text, e.g. `spec.containers[0].name` (keys that are not identifiers are quoted)."
+        parts = []
+        for _, _, (bare, text) in _chain(self.links[i]): parts.append(("." if bare and parts else "") + text)
+        return "".join(parts)
+
+    def positions(self, max_depth:int|None=None, # deepest depth allowed (the tokens' numbering), and the path width K
+                  overflow:str="raise", # deeper tokens: "raise", or "truncate" (keep the most recent max_depth steps)
+                 ) -> "TreePositions": # `[length, K]`, one row per token, in document order
+        "Root paths of the tokens; with `note=True` the root's level is dropped, so top-level keys are at depth 0."
+        if not self.start: return self.tree.positions(max_depth=max_depth, overflow=overflow)
+        depth = self.tree.depth[1:] - 1
+        if max_depth is not None and overflow == "raise" and len(depth) and int(depth.max()) > max_depth:
+            i = int(np.argmax(depth > max_depth))
+            raise ValueError(f"token {i} ({self.tokens[i]!r} at {self.path(i) or '<document>'}) has depth {depth[i]} > "
+                             f"max_depth={max_depth}; raise max_depth, or pass overflow='truncate'")
+        p = self.tree.positions(max_depth=None if max_depth is None else max_depth + 1, overflow=overflow)
+        return TreePositions(p.paths[1:, 1:], p.depth[1:] - 1, trusted=True)
+
+    def __repr__(self):
+        return f"YamlTree(doc {self.doc}, {len(self)} tokens, {'note' if self.note else 'structural'} layout)"
+
+def _walk(loader, root, doc:int, note:bool) -> YamlTree:
+    "The tree of one composed document, depth-first with an explicit stack."
+    labels, parent, slot, kinds, tokens, lines, cols, links, nkids = [], [], [], [], [], [], [], [], []
+    def add(label, p, kind, token, mark, link):
+        labels.append(label); parent.append(p); slot.append(-1 if p < 0 else nkids[p]); nkids.append(0)
+        if p >= 0: nkids[p] += 1
+        kinds.append(int(kind)); tokens.append(token); lines.append(mark.line + 1); cols.append(mark.column + 1)
+        links.append(link)
+        return len(labels) - 1
+    def is_leaf(node): return isinstance(node, yaml.ScalarNode) or not (node.entries if isinstance(node, yaml.MappingNode) else node.value)
+    def leaf(node):
+        if isinstance(node, yaml.ScalarNode): return _construct_scalar(loader, node), node.value
+        return ("{}", "{}") if isinstance(node, yaml.MappingNode) else ("[]", "[]")
+    hidden = note and not is_leaf(root)
+    if hidden: add("{}" if isinstance(root, yaml.MappingNode) else "[]", -1, NodeKind.VALUE, "", root.start_mark, None)
+    stack = [("node", root, 0 if hidden else -1, "root", None)]
+    while stack:
+        entry = stack.pop()
+        if entry[0] == "key":                                          # a key, then its value below it
+            _, key, k, p, kind, link, v = entry
+            i = add(key, p, kind, k.value, k.start_mark, link)
+            stack.append(("node", v, i, "value", link)); continue
+        _, node, p, role, link = entry
+        kind = NodeKind.LIST_VALUE if role == "item" else NodeKind.VALUE
+        if is_leaf(node):
+            label, token = leaf(node); add(label, p, kind, token, node.start_mark, link); continue
+        holder = p if note else add("{}" if isinstance(node, yaml.MappingNode) else "[]", p, kind,
+                                    "{}" if isinstance(node, yaml.MappingNode) else "[]", node.start_mark, link)
+        if isinstance(node, yaml.MappingNode):
+            key_kind = NodeKind.LIST_KEY if role == "item" else NodeKind.KEY
+            for key, k, v in reversed(node.entries):
+                stack.append(("key", key, k, holder, key_kind, (link, key, _key_fragment(key, k.tag, k.value)), v))
+        else:
+            for j in range(len(node.value) - 1, -1, -1):
+                stack.append(("node", node.value[j], holder, "item", (link, j, (False, f"[{j}]"))))
+    s = 1 if hidden else 0
+    tree = Tree(labels, parent, slot, validate=False)
+    return YamlTree(tree, torch.tensor(kinds[s:], dtype=torch.long), tokens[s:], lines[s:], cols[s:], doc, note, links[s:])
+
+def _is_empty_document(root) -> bool:
+    "An empty document (nothing, or only comments, after `---`) is a plain empty scalar that loads as None."
+    return root is None or isinstance(root, yaml.ScalarNode) and root.value == "" and not root.style and root.tag == _NULL
+
+def read_yaml(text:str|bytes, # a YAML document, or a stream of documents separated by `---`
+              note:bool=False, # the note's token layout (see above) instead of the structural tree
+              max_nodes:int=1_000_000, # limit per document, with aliases expanded and merged entries counted
+              max_nesting:int=5_000, # deepest nesting of mappings and lists
+             ) -> list[YamlTree|None]: # one per document; `None` for an empty document
+    "Read YAML safely into one `YamlTree` per document: a `Tree` plus node kinds, tokens, places and paths."
+    if not isinstance(text, (str, bytes)): raise TypeError(f"expected YAML text (str or bytes), got {type(text).__name__}")
+    for name, v in (("max_nodes", max_nodes), ("max_nesting", max_nesting)):
+        if v < 1: raise ValueError(f"{name} must be >= 1, got {v}")
+    loader = _Loader(text)
+    try:
+        return [None if _is_empty_document(root) else _walk(loader, root, doc, note)
+                for doc, root in enumerate(_compose(loader, max_nodes, max_nesting, note))]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        where = f" at {_where(mark)}" if mark else ""
+        raise ValueError(f"invalid YAML{where}: {getattr(e, 'problem', None) or e}") from None
+    finally: loader.dispose()
+
+# %% ../nbs/01_trees.ipynb #f9cb8b6b
+@patch(cls_method=True)
+def from_yaml(cls:Tree, text:str|bytes, # one YAML document
+              max_nodes:int=1_000_000, # as in `read_yaml`: aliases expanded, merged entries counted
+              max_nesting:int=5_000, # as in `read_yaml`
+             ) -> Tree:
+    "A YAML document as a tree, with the same rules as `Tree.from_json` (`read_yaml`'s structural layout)."
+    docs = read_yaml(text, max_nodes=max_nodes, max_nesting=max_nesting)
+    if len(docs) != 1: raise ValueError(f"expected one YAML document, found {len(docs)} (split the stream with read_yaml)")
+    return Tree([None], [-1], [-1]) if docs[0] is None else docs[0].tree
 
 # %% ../nbs/01_trees.ipynb #9aab70b2
-@classmethod
-def _from_parents(cls, labels:Sequence[Hashable], # one label per node, in any order
-                  parents:Sequence[int], # parent index per node, -1 for the single root
-                 ) -> Tree:
+@patch(cls_method=True)
+def from_parents(cls:Tree, labels:Sequence[Hashable], # one label per node, in any order
+                 parents:Sequence[int], # parent index per node (integers), -1 for the single root
+                ) -> Tree:
     "A tree from a parent array in any node order; children are ordered by their index."
-    par = np.asarray(parents, dtype=np.int64)
+    par = _node_array(parents, "parents")
     n = len(par)
     if n != len(labels): raise ValueError(f"got {len(labels)} labels but {n} parents")
+    for k, label in enumerate(labels): _check_label(label, k)
     roots = np.flatnonzero(par < 0)
     if len(roots) != 1: raise ValueError(f"a tree has exactly one root, found {len(roots)}: nodes {roots.tolist()}")
     bad = np.flatnonzero(par >= n)
@@ -338,18 +662,24 @@ def _from_parents(cls, labels:Sequence[Hashable], # one label per node, in any o
     new = np.empty(n, dtype=np.int64); new[order] = np.arange(n)
     old_parent = par[order]
     return cls([labels[v] for v in order], np.where(old_parent < 0, -1, new[old_parent.clip(0)]), slots, validate=False)
-Tree.from_parents = _from_parents
 
-@classmethod
-def _from_conllu(cls, text:str, # CoNLL-U text, one or more sentences
-                 label:str="form", # which column labels the nodes: form, lemma, upos, xpos or deprel
-                ) -> list[Tree]:
+_CONLLU_LABELS = ("form", "lemma", "upos", "xpos", "deprel")
+
+@patch(cls_method=True)
+def from_conllu(cls:Tree, text:str, # CoNLL-U text, one or more sentences
+                label:str="form", # which column labels the nodes: form, lemma, upos, xpos or deprel
+               ) -> list[Tree]:
     "One dependency tree per sentence of CoNLL-U text (basic dependencies, words only)."
     import conllu
+    if not isinstance(text, str): raise TypeError(f"from_conllu reads a str, got {type(text).__name__}")
+    if label not in _CONLLU_LABELS: raise ValueError(f"label must be one of {', '.join(_CONLLU_LABELS)}; got {label!r}")
     try: sentences = conllu.parse(text)
     except conllu.exceptions.ParseException as e: raise ValueError(f"invalid CoNLL-U: {e}") from None
     trees = []
     for n, sent in enumerate(sentences):
+        missing = [(w.get("id"), c) for w in sent for c in ("id", "form", "head", label) if c not in w]
+        if missing: raise ValueError(f"sentence {n}: a word ({missing[0][0]!r}) has no {missing[0][1]} column; "
+                                     f"CoNLL-U lines have 10 tab-separated columns")
         words = [w for w in sent if isinstance(w["id"], int)]
         ids = {w["id"]: k for k, w in enumerate(words)}
         heads = []
@@ -361,10 +691,10 @@ def _from_conllu(cls, text:str, # CoNLL-U text, one or more sentences
         try: trees.append(cls.from_parents([w[label] for w in words], heads))
         except ValueError as e: raise ValueError(f"sentence {n}: {e}") from None
     return trees
-Tree.from_conllu = _from_conllu
 
 # %% ../nbs/01_trees.ipynb #09549dc5
-def _lcrs(self:Tree) -> Tree:
+@patch
+def lcrs(self:Tree) -> Tree:
     "Left-child right-sibling binarization: first child -> slot 0, next sibling -> slot 1. Labels and order are kept."
     if self.has_gaps:
         i = int(np.flatnonzero(self.slot[1:] != self._rank[1:])[0]) + 1
@@ -378,7 +708,8 @@ def _lcrs(self:Tree) -> Tree:
     slot = np.where(prev >= 0, 1, 0); slot[0] = -1
     return Tree(self.labels, parent, slot, validate=False)
 
-def _unlcrs(self:Tree) -> Tree:
+@patch
+def unlcrs(self:Tree) -> Tree:
     "The inverse of `lcrs`: right children become later siblings of their LCRS parent."
     bad = np.flatnonzero(self.slot > 1)
     if len(bad): raise ValueError(f"{self._node(bad[0])} is in slot {self.slot[bad[0]]}: an LCRS tree is binary")
@@ -391,8 +722,6 @@ def _unlcrs(self:Tree) -> Tree:
     parent = self.parent[head]; parent[0] = -1
     slot = steps.copy(); slot[0] = -1
     return Tree(self.labels, parent, slot, validate=False)
-
-Tree.lcrs, Tree.unlcrs = _lcrs, _unlcrs
 
 # %% ../nbs/01_trees.ipynb #a083f7ea
 def _index(flat:int, shape) -> tuple:
@@ -545,7 +874,7 @@ def batch_positions(trees:Sequence[Tree], # the trees of one batch
     out_depth[tree_of, local] = depth[idx]
     return TreePositions(torch.from_numpy(out_paths), torch.from_numpy(out_depth), trusted=True)
 
-# %% ../nbs/01_trees.ipynb #5f147b76
+# %% ../nbs/01_trees.ipynb #71a15b41
 @patch
 def check(self:TreePositions,
           n:int|None=None, # branching factor: slots must be in 0 .. n-1 (None: any slot >= 0)
@@ -591,7 +920,7 @@ def check(self:TreePositions,
                          f"0..{n - 1}; binarize the trees with Tree.lcrs() (n=2) or raise n")
     return self
 
-# %% ../nbs/01_trees.ipynb #f2b26a62
+# %% ../nbs/01_trees.ipynb #99f8e297
 @patch(as_prop=True)
 def slot(self:TreePositions) -> Tensor: # `[*batch]`
     "Each node's own child slot (the last step of its root path); -1 for roots and padding."
@@ -620,18 +949,22 @@ def sibling(self:TreePositions,
     return (stored - 1 - last).to(d.dtype)
 
 # %% ../nbs/01_trees.ipynb #0ef469cf
-def _stats(self:Tree) -> dict:
+@patch
+def stats(self:Tree) -> dict:
     "Size and shape: nodes, leaves, depth, and the branching factor (children per internal node)."
     kids = np.bincount(self.parent[1:], minlength=len(self))
     internal = kids[kids > 0]
     return dict(nodes=len(self), leaves=int((kids == 0).sum()), depth=int(self.depth.max()),
                 max_branching=int(kids.max()), mean_branching=float(internal.mean()) if len(internal) else 0.0)
 
-def _path(self:Tree, a:int, # start node
+@patch
+def path(self:Tree, a:int, # start node
           b:int, # end node
          ) -> tuple[int, list[int]]: # (steps up from `a` to the common ancestor, slots down from it to `b`)
     "The path between two nodes: up to their lowest common ancestor, then down by child slots."
     for x in (a, b):
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+            raise TypeError(f"path takes node indices (integers), got {x!r} ({type(x).__name__})")
         if not 0 <= x < len(self): raise ValueError(f"node {x} does not exist: the tree has {len(self)} nodes")
     up_a, up_b = [a], [b]
     while up_a[-1] != 0: up_a.append(int(self.parent[up_a[-1]]))    # ancestors, a loop over depth
@@ -643,11 +976,10 @@ def _path(self:Tree, a:int, # start node
     down = [int(self.slot[v]) for v in reversed(up_b[:len(up_b) - common])]
     return len(up_a) - common, down
 
-Tree.stats, Tree.path = _stats, _path
-
 # %% ../nbs/01_trees.ipynb #bc4423ae
-def _draw(self:Tree, ax=None, # matplotlib axes (default: a new figure)
-          slots:bool=True, # write each edge's child slot
+@patch
+def draw(self:Tree, ax=None, # matplotlib axes (default: a new figure)
+         slots:bool=True, # write each edge's child slot
           max_nodes:int=200, # refuse larger trees (a drawing would be unreadable)
          ):
     "Draw a small tree with matplotlib: leaves spread left to right, parents centred over their children."
@@ -674,8 +1006,6 @@ def _draw(self:Tree, ax=None, # matplotlib axes (default: a new figure)
                 bbox=dict(boxstyle="round", fc="lightyellow" if leaf[i] else "lightblue", ec="0.4"))
     ax.set_xlim(x.min() - 0.8, x.max() + 0.8); ax.set_ylim(-depth.max() - 0.6, 0.6); ax.axis("off")
     return ax
-
-Tree.draw = _draw
 
 # %% ../nbs/01_trees.ipynb #7e156330
 def stdlib_sources(modules:Iterable[str]|None=None, # paths relative to the stdlib folder, e.g. "json/decoder.py"; default all
