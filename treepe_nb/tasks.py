@@ -15,9 +15,8 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset, DataLoader
 from fastcore.basics import patch
-from .trees import Tree, TreePositions, batch_positions, stdlib_sources
+from .trees import NodeKind, Tree, TreePositions, batch_positions, read_yaml, stdlib_sources
 from .tracking import ArityVocab, child_patterns
-from .additive import NodeKind, yaml_documents
 
 # %% auto #0
 __all__ = ['SEQ_TARGETS', 'TREE_OPS', 'OPS_BASE', 'TASKS', 'YAML_SOURCES', 'YAML_SAMPLE', 'task_rng', 'SeqVocab', 'random_words',
@@ -681,23 +680,13 @@ def yaml_trees(text:str|bytes, # a YAML stream
               ) -> list[tuple[Tree, np.ndarray]]: # per non-empty document: its tree and the `NodeKind` of every node
     "The adapter to the library's YAML reader: each document as a `Tree` under a `<doc>` root, with node kinds."
     out = []
-    for doc in yaml_documents(text):
-        if not doc: continue
-        n = len(doc) + 1
-        kind = np.array([int(NodeKind.KEY)] + [int(x.kind) for x in doc])
-        depth = np.array([-1] + [x.depth for x in doc])
-        is_key = np.isin(kind, [int(NodeKind.KEY), int(NodeKind.LIST_KEY)]); is_key[0] = False
-        level = np.where(kind == int(NodeKind.VALUE), depth, depth - 1)   # the key depth of each node's parent
-        idx, parent = np.arange(n), np.zeros(n, np.int64)
-        for d in range(int(depth.max()) + 1):                              # one pass per key depth
-            last = np.maximum.accumulate(np.where(is_key & (depth == d), idx, -1))    # latest key of depth d so far
-            at = np.flatnonzero((level == d) & (idx > 0))
-            parent[at] = np.maximum(last[at - 1], 0)                        # none: the document root
-        parent[0] = -1
-        order = np.argsort(parent, kind="stable")[1:]                      # siblings in document order
-        first = np.r_[True, parent[order][1:] != parent[order][:-1]]
-        slot = np.full(n, -1); slot[order] = np.arange(n - 1) - np.maximum.accumulate(np.where(first, np.arange(n - 1), 0))
-        out.append((Tree(["<doc>"] + [x.token for x in doc], parent, slot), kind))
+    for doc in read_yaml(text, note=True):                 # the note's layout: a value hangs under its key
+        if doc is None or not len(doc): continue
+        t, labels = doc.tree, ["<doc>"] + [str(tok) for tok in doc.tokens]
+        if doc.start: parent, slot = t.parent, t.slot      # the document's container becomes `<doc>`
+        else: parent, slot = np.r_[-1, t.parent + 1], np.r_[-1, 0]   # a lone scalar: put it under `<doc>`
+        kind = np.r_[int(NodeKind.KEY), doc.kinds.numpy()]
+        out.append((Tree(labels, parent, slot, validate=False), kind))
     return out
 
 # %% ../nbs/08_tasks.ipynb #b8254471
