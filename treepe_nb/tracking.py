@@ -301,6 +301,24 @@ class TreeTracker:
              & ((arity == 0) | ~self._leaf_only[:, None])
         return x.tensor(x.where(self._done[:, None], (ids == vocab.pad) | (ids == vocab.end), ok))
 
+# %% ../nbs/03_tracking.ipynb #1dc50e5a
+@patch
+def reorder(self:TreeTracker, index:Tensor # `[batch]` integer rows: row i becomes a copy of row `index[i]`
+           ) -> TreeTracker: # `self`, reordered in place
+    "Reorder the rows of the tracker (beam search): row `i` continues from the state of row `index[i]`."
+    if not isinstance(index, Tensor) or index.dtype.is_floating_point or index.dtype == torch.bool:
+        raise TypeError(f"index must be an integer tensor, got {getattr(index, 'dtype', type(index).__name__)}")
+    B = self.batch_size
+    if tuple(index.shape) != (B,): raise ValueError(f"index must have shape [batch_size={B}], got {list(index.shape)}")
+    if bool(((index < 0) | (index >= B)).any()): raise ValueError(f"index must hold rows in 0..{B - 1}, got {index.tolist()}")
+    idx = self._x.array(index.long())
+    names = ["_pending", "_head", "_tail", "_emitted", "_done", "_failed", "_room"]
+    if self.order == "bfs": names.append("_emitted_paths")
+    for name in names: setattr(self, name, getattr(self, name)[idx])
+    entry = self._x.stack((self._zeros, self._depth[idx], self._parent[idx]), -1)       # [B, 3]; the slot is unused
+    self._set_next(self._path[idx], entry)
+    return self
+
 # %% ../nbs/03_tracking.ipynb #1116ca2d
 @patch
 def decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` integer token ids (a leading `<start>` column: skipped)
