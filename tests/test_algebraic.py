@@ -95,6 +95,7 @@ def test_a_trees_maps_do_not_depend_on_its_batch(trees, seed):
 
 
 def test_gradients_match_one_matrix_per_token():
+    torch.manual_seed(0)      # unseeded, finite differences of W^7000 fail gradcheck's tolerance for some draws
     trees = [Tree.from_sexpr("(a (b c (d e f)) (g (h i j) k))").lcrs(), Tree.from_sexpr("(x y)")]
     pos = batch_positions(trees)
     ape = TreeAPE(4, 2, heads=2, init="random", std=0.5, dtype=F64)
