@@ -32,12 +32,12 @@ def path_product(tree, positions, a, c, G):
 
 
 @settings(max_examples=25, deadline=None)
-@given(data=st.data(), branching=st.sampled_from([2, 3]), init=st.sampled_from(["rope", "rope_mixed", "random"]),
+@given(data=st.data(), n=st.sampled_from([2, 3]), init=st.sampled_from(["rope", "rope_mixed", "random"]),
        seed=st.integers(0, 2**31 - 1))
-def test_relative_maps_are_path_products_for_all_pairs(data, branching, init, seed):
-    tree = data.draw(random_trees(max_branching=branching))
+def test_relative_maps_are_path_products_for_all_pairs(data, n, init, seed):
+    tree = data.draw(random_trees(max_branching=n))
     torch.manual_seed(seed)
-    ape = TreeAPE(6, branching, heads=2, init=init, std=0.5, dtype=F64)
+    ape = TreeAPE(6, n, heads=2, init=init, std=0.5, dtype=F64)
     order = data.draw(st.sampled_from(["dfs", "bfs"]))
     pos = tree.positions(order)
     with torch.no_grad():
@@ -51,11 +51,11 @@ def test_relative_maps_are_path_products_for_all_pairs(data, branching, init, se
 
 
 @settings(max_examples=25, deadline=None)
-@given(data=st.data(), branching=st.sampled_from([2, 3]), seed=st.integers(0, 2**31 - 1))
-def test_child_map_is_parent_map_times_generator(data, branching, seed):
-    tree = data.draw(random_trees(max_branching=branching))
+@given(data=st.data(), n=st.sampled_from([2, 3]), seed=st.integers(0, 2**31 - 1))
+def test_child_map_is_parent_map_times_generator(data, n, seed):
+    tree = data.draw(random_trees(max_branching=n))
     torch.manual_seed(seed)
-    ape = TreeAPE(4, branching, heads=3, init="random", std=0.7, dtype=F64)
+    ape = TreeAPE(4, n=n, heads=3, init="random", std=0.7, dtype=F64)
     with torch.no_grad():
         M, G = ape.maps(tree.positions()), ape.generators()
     torch.testing.assert_close(M[0], torch.eye(4, dtype=F64).expand(3, 4, 4))
@@ -95,6 +95,7 @@ def test_a_trees_maps_do_not_depend_on_its_batch(trees, seed):
 
 
 def test_gradients_match_one_matrix_per_token():
+    torch.manual_seed(0)      # unseeded, finite differences of W^7000 fail gradcheck's tolerance for some draws
     trees = [Tree.from_sexpr("(a (b c (d e f)) (g (h i j) k))").lcrs(), Tree.from_sexpr("(x y)")]
     pos = batch_positions(trees)
     ape = TreeAPE(4, 2, heads=2, init="random", std=0.5, dtype=F64)
@@ -143,20 +144,54 @@ def test_half_inputs_are_computed_in_float32_and_returned_in_their_dtype(dtype):
 
 def test_tree_errors_name_the_node_and_limit():
     ape = TreeAPE(4, 2)
-    with pytest.raises(ValueError, match=r"index \(3,\) takes slot 2 at depth 1, but branching=2 allows slots 0..1"):
+    with pytest.raises(ValueError, match=r"positions: the node at index \(3,\) takes slot 2 at depth 1, but n=2 allows slots 0..1"):
         ape.maps(Tree.from_sexpr("(f a b c)").positions())
     deep = Tree.from_sexpr("(a (b (c (d e))))")
-    with pytest.raises(ValueError, match=r"index \(3,\) has depth 3 but its root path holds 2 steps"):
-        ape.maps(deep.positions(max_depth=2, overflow="keep_last"))
+    with pytest.raises(ValueError, match=r"index \(3,\) has depth 3 but its root path keeps only 2 steps"):
+        ape.maps(deep.positions(max_depth=2, overflow="truncate"))     # truncated paths: APE needs whole root paths
     with pytest.raises(ValueError, match="depths are >= 0, or -1 for padding"):
         ape.maps(TreePositions(torch.tensor([[-1]]), torch.tensor([-2])))
-    with pytest.raises(TypeError, match="root paths must be an integer tensor"):
+    with pytest.raises(TypeError, match="TreePositions.paths must hold integers"):
         ape.maps(TreePositions(torch.tensor([[0.0]]), torch.tensor([1])))
-    with pytest.raises(ValueError, match="branching must be >= 1"):
+    with pytest.raises(TypeError, match="positions must be TreePositions, got Tensor"):
+        ape.maps(torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="n must be >= 1, got 0"):
         TreeAPE(4, 0)
     with pytest.raises(ValueError, match="dim must be even"):
         TreeAPE(5, 2, init="rope")
     assert TreeAPE(5, 2, init="random").maps(deep.positions()).shape == (5, 1, 5, 5)
+
+
+def test_tree_ape_keyword_is_n():
+    ape = TreeAPE(8, n=3, heads=2)
+    assert ape.n == 3 and ape.generators().shape == (3, 2, 8, 8) and not hasattr(ape, "branching")
+    with pytest.raises(TypeError):
+        TreeAPE(8, branching=3)
+
+
+def test_one_node_trees_alone_and_mixed_with_deep_trees():
+    ape = TreeAPE(4, 2, heads=2, dtype=F64)
+    one = Tree.from_sexpr("a").positions()
+    assert one.paths.shape == (1, 0)
+    with torch.no_grad():
+        torch.testing.assert_close(ape.maps(one), torch.eye(4, dtype=F64).expand(1, 2, 4, 4))
+        deep = Tree.from_sexpr("(a (b (c d) e) (f g))").lcrs()
+        mixed = batch_positions([Tree.from_sexpr("x"), deep, Tree.from_sexpr("y")])
+        M = ape.maps(mixed)
+        torch.testing.assert_close(M[1], ape.maps(deep.positions()))
+        for b in (0, 2):
+            torch.testing.assert_close(M[b, 0], torch.eye(4, dtype=F64).expand(2, 4, 4))
+            assert (M[b, 1:] == 0).all()
+        x = torch.randn(3, 2, mixed.shape[1], 4, dtype=F64)
+        torch.testing.assert_close(ape.rotate(x, mixed), torch.einsum("blhij,bhlj->bhli", M, x))
+
+
+def test_empty_tree_batch_is_a_value_error():
+    ape = TreeAPE(4, 2)
+    for shape in ((0,), (2, 0)):
+        empty = TreePositions(torch.zeros(*shape, 3, dtype=torch.long), torch.zeros(*shape, dtype=torch.long))
+        with pytest.raises(ValueError, match="positions is an empty batch"):
+            ape.maps(empty)
 
 
 def test_one_branch_tree_is_rope():
@@ -313,3 +348,136 @@ def test_everything_runs_on_cuda():
                                apply_rotary(x), atol=1e-4, rtol=1e-4)
     grid = GridAPE(16, heads=2).to(dev)
     assert grid.rotate(x.to(dev), torch.zeros(2, pos.shape[1], 2, dtype=torch.long, device=dev)).device.type == "cuda"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Hardening
+
+
+def _ortho_err(M):
+    return (M.mT.double() @ M.double() - torch.eye(M.shape[-1], dtype=F64)).abs().max().item()
+
+
+@pytest.mark.parametrize("init", ["rope", "random"])
+def test_sequence_maps_stay_orthogonal_at_huge_positions_in_float32(init):
+    torch.manual_seed(0)
+    ape = SequenceAPE(32, heads=2, init=init, std=0.5)
+    p = torch.tensor([2**28, 2**32, 2**40, -2**40 - 7, 2**62 + 3, 2**63 - 1, -(2**63 - 1)])
+    with torch.no_grad():
+        M = ape.maps(p)                                           # sparse: the binary-digit path
+        assert M.dtype == torch.float32 and torch.isfinite(M).all()
+        assert _ortho_err(M) < 1e-5
+        torch.testing.assert_close(ape.maps(torch.tensor([-(2**63 - 1)]))[0], M[5].mT)
+
+
+def test_dense_table_stays_orthogonal_in_float32():
+    with torch.no_grad():
+        M = SequenceAPE.from_rope(8).powers(torch.arange(2**16))  # the doubling table
+    assert _ortho_err(M) < 1e-5
+
+
+def test_position_limits_are_named():
+    ape = SequenceAPE(8)
+    with pytest.raises(ValueError, match=r"sequence positions: the position at index \(1, 0\) is -9223372036854775808, "
+                                         r"below the limit -\(2\*\*63 - 1\)"):
+        ape.prepare(torch.tensor([[0, 1], [-2**63, 3]]))
+    with pytest.raises(ValueError, match="below the limit"):
+        ape.powers(torch.tensor([-2**63]))
+    with torch.no_grad():                                        # int32 positions are widened, not wrapped
+        torch.testing.assert_close(ape.powers(torch.tensor([-2**31], dtype=torch.int32)),
+                                   ape.powers(torch.tensor([2**31])).mT)
+    with pytest.raises(TypeError, match="sequence positions must be an integer tensor"):
+        ape.prepare(torch.tensor([1.0]))
+
+
+def test_integer_inputs_to_rotate_are_refused():
+    x = torch.arange(2 * 8, dtype=torch.long).view(1, 1, 2, 8)
+    with pytest.raises(TypeError, match="x must be a floating-point tensor"):
+        SequenceAPE(8).rotate(x, torch.arange(2))
+    with pytest.raises(TypeError, match="x must be a floating-point tensor"):
+        TreeAPE(8).rotate(x, Tree.from_sexpr("(a b)").positions())
+    with pytest.raises(TypeError, match="x must be a floating-point tensor"):
+        GridAPE(8).rotate(x, torch.zeros(1, 2, 2, dtype=torch.long))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_ape_to_rope_refuses_nan_and_inf(bad):
+    W = torch.eye(4, dtype=F64).repeat(2, 1, 1)
+    W[1, 2, 3] = bad
+    with pytest.raises(ValueError, match=r"W\[1\] is not orthogonal"):
+        ape_to_rope(W)
+
+
+@pytest.mark.parametrize("make", [lambda: SequenceAPE(0), lambda: SequenceAPE(8, heads=0), lambda: TreeAPE(-2, 2),
+                                  lambda: TreeAPE(8, n=-1), lambda: GridAPE(0), lambda: GridAPE(8, heads=0),
+                                  lambda: GridAPE(8, axes=0)])
+def test_non_positive_sizes_are_value_errors_naming_the_argument(make):
+    with pytest.raises(ValueError, match=r"(dim|heads|n|axes) must be >= 1, got -?\d"):
+        make()
+
+
+def test_sizes_must_be_integers_and_even_where_pairs_are_rotated():
+    with pytest.raises(TypeError, match="dim must be an int, got float"):
+        SequenceAPE(8.0)
+    with pytest.raises(TypeError, match="n must be an int, got str"):
+        TreeAPE(8, n="2")
+    with pytest.raises(ValueError, match=r"dim // axes = 3 coordinates \(dim=6, axes=2\), which must be even"):
+        GridAPE(6, axes=2)
+    with pytest.raises(ValueError, match="dim=10 must split evenly over axes=3"):
+        GridAPE(10, axes=3)
+    assert GridAPE(6, axes=2, init="random").maps(torch.zeros(1, 3, 2, dtype=torch.long)).shape == (1, 3, 1, 6, 6)
+    assert SequenceAPE(np.int64(4)).dim == 4
+
+
+def test_grid_coordinates_are_validated():
+    grid = GridAPE(8, heads=1, axes=2)
+    with pytest.raises(TypeError, match="grid coordinates must be an integer tensor, got torch.float32"):
+        grid.prepare(torch.zeros(1, 3, 2))
+    with pytest.raises(TypeError, match="grid coordinates must be an integer tensor, got torch.bool"):
+        grid.prepare(torch.zeros(1, 3, 2, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"grid coordinates must be \[\*batch, length, axes=2\], got \(1, 3, 3\)"):
+        grid.prepare(torch.zeros(1, 3, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"grid coordinates must be \[\*batch, length, axes=2\], got \(2,\)"):
+        grid.prepare(torch.zeros(2, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"grid coordinates: the position at index \(0, 1, 1\) is -9223372036854775808"):
+        grid.prepare(torch.tensor([[[0, 0], [5, -2**63]]]))
+    x = torch.randn(2, 1, 3, 8)
+    with pytest.raises(ValueError, match=r"x must be \[..., length=4, dim=8\] for these coordinates, got \(2, 1, 3, 8\)"):
+        grid.rotate(x, torch.zeros(2, 4, 2, dtype=torch.long))
+
+
+def _update_data_mul(ape): ape.entries.data.mul_(0.5)
+def _update_data_assign(ape): ape.entries.data = ape.entries.data * 2 + 0.01
+def _update_load_state_dict(ape): ape.load_state_dict({"entries": ape.entries.detach() * 0.9})
+def _update_ema_in_place(ape): ape.entries.data.lerp_(torch.zeros_like(ape.entries), 0.1)
+
+
+@pytest.mark.parametrize("update", [_update_data_mul, _update_data_assign, _update_load_state_dict, _update_ema_in_place])
+@pytest.mark.parametrize("kind", ["tree", "sequence"])
+def test_eval_cache_sees_every_parameter_update(update, kind):
+    torch.manual_seed(0)
+    ape = TreeAPE(8, 2, heads=2, init="random", std=0.3) if kind == "tree" else SequenceAPE(8, 2, init="random", std=0.3)
+    pos = Tree.from_sexpr("(a (b c) (d e))").positions() if kind == "tree" else torch.arange(5)
+    ape.eval()
+    with torch.no_grad():
+        before = ape.maps(pos)
+        torch.testing.assert_close(ape.maps(pos), before)         # cached
+        update(ape)
+        fresh = orthogonal(ape.entries.detach(), 8)
+        torch.testing.assert_close(ape.generators(), fresh)
+        assert not torch.allclose(ape.maps(pos), before)
+    with torch.inference_mode():
+        torch.testing.assert_close(ape.generators(), fresh)
+
+
+def test_eval_cache_follows_device_and_dtype_changes():
+    ape = TreeAPE(8, 2, heads=2).eval()
+    with torch.no_grad():
+        g32 = ape.generators()
+        ape.double()
+        g64 = ape.generators()
+        assert g64.dtype == F64
+        torch.testing.assert_close(g64.float(), g32)
+        ape.half()
+        assert ape.generators().dtype == torch.float32
+        torch.testing.assert_close(ape.generators(), orthogonal(ape.entries.detach(), 8))

@@ -5,6 +5,7 @@
 # %% ../nbs/04_algebraic.ipynb #b42bed10
 from __future__ import annotations
 import math
+import operator
 from dataclasses import dataclass, field
 import torch
 from torch import nn, Tensor
@@ -13,8 +14,8 @@ from .trees import TreePositions
 from .sequence import frequencies
 
 # %% auto #0
-__all__ = ['skew', 'skew_entries', 'orthogonal', 'rope_matrix', 'rope_to_ape', 'ape_to_rope', 'PositionMaps', 'SequenceAPE',
-           'TreeAPE', 'DirectSumMaps', 'GridAPE']
+__all__ = ['skew', 'skew_entries', 'orthogonal', 'rope_matrix', 'rope_to_ape', 'ape_to_rope', 'PositionMaps', 'OrthogonalPE',
+           'SequenceAPE', 'TreeAPE', 'DirectSumMaps', 'GridAPE']
 
 # %% ../nbs/04_algebraic.ipynb #27a4452d
 def _work_dtype(dtype) -> torch.dtype:
@@ -99,7 +100,7 @@ def ape_to_rope(W:Tensor, # `[..., dim, dim]` rotations (e.g. learned APE genera
     W64 = W.detach().to(torch.float64).reshape(-1, d, d)
     err = (W64.mT @ W64 - torch.eye(d, dtype=torch.float64, device=W.device)).abs().amax((-2, -1))
     def name(i): return f"W[{', '.join(str(int(j)) for j in torch.unravel_index(torch.tensor(i), lead))}]" if lead else "W"
-    bad = torch.nonzero(err > 1e-4)
+    bad = torch.nonzero(~(err <= 1e-4))                          # NaN and inf are not orthogonal either
     if len(bad): raise ValueError(f"{name(int(bad[0]))} is not orthogonal: max |W^T W - I| = {err[int(bad[0])]:.2e}")
     out = [_one_to_rope(w, tol, name(i)) for i, w in enumerate(W64)]   # one eigendecomposition per matrix
     dt = _work_dtype(W.dtype)
@@ -242,6 +243,10 @@ class PositionMaps:
               ) -> Tensor|tuple[Tensor, ...]: # `M x` per token for each, same shape and dtype
         "Apply each token's map to its vector, without a matrix per token; several tensors share one pass over the maps."
         if not xs: raise ValueError("rotate needs at least one tensor")
+        for x in xs:
+            if not isinstance(x, Tensor) or not x.is_floating_point():
+                raise TypeError(f"x must be a floating-point tensor (queries or keys), got {getattr(x, 'dtype', type(x).__name__)}: "
+                                f"rotated integers would be truncated")
         if any(x.shape != xs[0].shape for x in xs):
             raise ValueError(f"tensors rotated together must have one shape, got {[tuple(x.shape) for x in xs]}")
         x = xs[0] if len(xs) == 1 else torch.stack(xs)
@@ -265,6 +270,13 @@ class PositionMaps:
 # %% ../nbs/04_algebraic.ipynb #d63e5f8d
 _INITS = ("rope", "rope_mixed", "random")
 
+def _check_size(value, name:str) -> int:
+    "`value` as an int if it is a positive integer, else a `TypeError`/`ValueError` naming the argument."
+    try: value = operator.index(value)
+    except TypeError: raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+    if value < 1: raise ValueError(f"{name} must be >= 1, got {value}")
+    return value
+
 def _random_rotations(*shape, n:int) -> Tensor:
     "Haar-random orthogonal matrices `[*shape, n, n]` in float64 (QR of a Gaussian matrix, signs fixed)."
     Q, R = torch.linalg.qr(torch.randn(*shape, n, n, dtype=torch.float64))
@@ -282,32 +294,46 @@ def _initial_entries(n_gen:int, heads:int, dim:int, init:str, base:float, std:fl
         S = P @ S @ P.mT
     return skew_entries(S)
 
-class _Generators(nn.Module):
-    "`n_gen` orthogonal generators per head, `exp(A - A^T)` of learned entries; reused in eval mode while unchanged."
-    def __init__(self, n_gen:int, dim:int, heads:int, init:str, base:float, std:float, dtype=None):
-        super().__init__()
-        if dim < 1 or heads < 1: raise ValueError(f"dim and heads must be >= 1, got dim={dim}, heads={heads}")
-        self.dim, self.heads, self.init = dim, heads, init
-        entries = _initial_entries(n_gen, heads, dim, init, base, std)
-        self.entries = nn.Parameter(entries.to(dtype or torch.get_default_dtype()))
-        self.register_buffer("_cache", None, persistent=False)
-        self._cache_key = None
+def _same_values(snapshot:Tensor|None, p:Tensor) -> bool:
+    "Whether `p` still holds the values (and has the device, dtype and shape) of `snapshot`."
+    return snapshot is not None and snapshot.device == p.device and snapshot.dtype == p.dtype \
+           and snapshot.shape == p.shape and torch.equal(snapshot, p.detach())
 
-    def generators(self) -> Tensor: # `[n_gen, heads, dim, dim]`
-        "All generators, from one `matrix_exp` call; in eval mode without autograd, cached until the parameters change."
+class OrthogonalPE(nn.Module):
+    "Orthogonal generators per head, each `exp(A - A^T)` of learned entries: the base of `SequenceAPE` and `TreeAPE`, whose `prepare` turns positions into maps."
+    def __init__(self, n_gen:int, # generators per head: 1 for sequences, n (one per branch) for trees
+                 dim:int, # head dimension: the generators are dim x dim
+                 heads:int, # generators of their own for every head
+                 init:str, # "rope", "rope_mixed" or "random" (see above)
+                 base:float, # RoPE's wavelength scale, for the rope inits
+                 std:float, # spread of the "random" init
+                 dtype=None, # parameter dtype (default: torch's default dtype)
+                ):
+        super().__init__()
+        self.dim, self.heads, self.init = _check_size(dim, "dim"), _check_size(heads, "heads"), init
+        entries = _initial_entries(_check_size(n_gen, "n"), heads, dim, init, base, std)
+        self.entries = nn.Parameter(entries.to(dtype or torch.get_default_dtype()))
+        self.register_buffer("_cache", None, persistent=False)   # float64 generators, reused in eval mode
+        self._cache_of = None                                    # the parameter values they were computed from
+
+    def _exponentials(self) -> Tensor: # `[n_gen, heads, dim, dim]` in float64
+        "`exp(skew(entries))` in float64, from one `matrix_exp` call; reused in eval mode without autograd while the values are unchanged."
         p = self.entries
         reuse = not self.training and not (torch.is_grad_enabled() and p.requires_grad) and not torch.compiler.is_compiling()
-        key = (p._version, p.data_ptr(), p.device, p.dtype) if reuse else None
-        if reuse and self._cache is not None and self._cache_key == key: return self._cache
-        G = orthogonal(p, self.dim)
-        if reuse: self._cache, self._cache_key = G, key
+        if reuse and self._cache is not None and _same_values(self._cache_of, p): return self._cache
+        G = torch.linalg.matrix_exp(skew(p.to(torch.float64), self.dim))
+        if reuse: self._cache, self._cache_of = G, p.detach().clone()
         return G
+
+    def generators(self) -> Tensor: # `[n_gen, heads, dim, dim]` in the work dtype (float32 at least)
+        "All generators, from one `matrix_exp` call in float64; in eval mode without autograd, cached while the parameter values are unchanged."
+        return self._exponentials().to(_work_dtype(self.entries.dtype))
 
     def maps(self, positions) -> Tensor: # `[*batch, heads, dim, dim]`; padding gets the zero matrix
         "The orthogonal map of every position (a matrix per token: for inspection; `rotate` does not build these)."
         return self.prepare(positions).full()
 
-    def rotate(self, x:Tensor, # `[*batch, heads, length, dim]`, e.g. queries or keys
+    def rotate(self, x:Tensor, # `[*batch, heads, length, dim]` floating point, e.g. queries or keys
                positions, # the tokens' positions, or the `PositionMaps` that `prepare` returned for them
               ) -> Tensor: # `M x` per token: same shape and dtype as `x`
         "Multiply each token by its map: the rotated query of `a` dotted with the rotated key of `c` is `q^T M_a^T M_c k`."
@@ -321,8 +347,25 @@ def _check_integer(t, what:str):
     if not isinstance(t, Tensor) or t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         raise TypeError(f"{what} must be an integer tensor, got {getattr(t, 'dtype', type(t).__name__)}")
 
+
 # %% ../nbs/04_algebraic.ipynb #c68be4c0
-class SequenceAPE(_Generators):
+_MIN_POSITION = -(2**63 - 1)                                    # -p must exist in int64
+
+def _check_positions(positions:Tensor, what:str) -> Tensor:
+    "`positions` as int64 if they are integers within [-(2**63 - 1), 2**63 - 1], else an error naming the first bad one."
+    _check_integer(positions, what)
+    positions = positions.long()
+    if positions.numel() and not torch.compiler.is_compiling() and int(positions.min()) < _MIN_POSITION:
+        i = tuple(torch.nonzero(positions < _MIN_POSITION)[0].tolist())
+        raise ValueError(f"{what}: the position at index {i} is {int(positions[i])}, below the limit -(2**63 - 1): "
+                         f"W^p needs -p, which int64 cannot hold for -2**63")
+    return positions
+
+def _polar_step(X:Tensor) -> Tensor:
+    "One Newton-Schulz step towards the nearest orthogonal matrix, `X (3I - X^T X) / 2`: an orthogonality error e becomes about 1.5 e^2."
+    return 1.5 * X - 0.5 * X @ (X.mT @ X)
+
+class SequenceAPE(OrthogonalPE):
     "Algebraic PE of sequences: one orthogonal `W` per head, and position `p` acts as `W^p`."
     def __init__(self, dim:int, # head dimension
                  heads:int=1, # one generator per head
@@ -346,87 +389,62 @@ class SequenceAPE(_Generators):
         "W of every head."
         return self.generators()[0]
 
-    def powers(self, p:Tensor # distinct integers, e.g. from `torch.unique`; may be negative
+    def powers(self, p:Tensor # distinct integers, e.g. from `torch.unique`; may be negative, >= _MIN_POSITION
               ) -> Tensor: # `[len(p), heads, dim, dim]`: `W^p`, the transpose of `W^|p|` for negative p
-        "W^p for the given p: a doubling table of W^0..W^max (dense p) or products of binary powers (sparse p)."
-        W = self.generator()
+        "W^p for the given p, from the squares `W^(2^k)` (float64, re-orthogonalised): a doubling table of W^0..W^max (dense p) or one product per binary digit (sparse p)."
+        p = _check_positions(p, "p")
         a = p.abs()
         top = int(a.max()) if len(a) else 0
-        eye = torch.eye(self.dim, dtype=W.dtype, device=W.device).expand(1, self.heads, self.dim, self.dim)
+        squares = [self._exponentials()[0]]                       # W^(2^k), float64 [heads, d, d]
+        for _ in range(1, top.bit_length()): squares.append(_polar_step(squares[-1] @ squares[-1]))
+        dt = _work_dtype(self.entries.dtype)
+        squares = [s.to(dt) for s in squares]
+        eye = torch.eye(self.dim, dtype=dt, device=squares[0].device).expand(1, self.heads, self.dim, self.dim)
         if top < 4 * len(p):                                      # W^0..W^top in ceil(log2(top+1)) products
-            table, step = eye, W
-            while len(table) <= top:
-                n = len(table)
-                table = torch.cat([table, table[: top + 1 - n] @ step])   # W^(n+i) = W^i W^n
-                step = step @ step
+            table = eye
+            for step in squares:                                  # table holds W^0 .. W^(2^k - 1); step is W^(2^k)
+                if len(table) > top: break
+                table = torch.cat([table, table[: top + 1 - len(table)] @ step])   # W^(n+i) = W^i W^n
             out = table if len(a) == len(table) and bool((a == torch.arange(len(a), device=a.device)).all()) \
                   else table.index_select(0, a)
         else:                                                     # one product per binary digit of p
-            out, square = eye.expand(len(p), -1, -1, -1), W
+            out = eye.expand(len(p), -1, -1, -1)
             for k in range(top.bit_length()):
-                out = torch.where(((a >> k) & 1).bool()[:, None, None, None], out @ square, out)
-                square = square @ square
+                out = torch.where(((a >> k) & 1).bool()[:, None, None, None], out @ squares[k], out)
         return torch.where((p < 0)[:, None, None, None], out.mT, out) if bool((p < 0).any()) else out
 
     def prepare(self, positions:Tensor # integer positions: `[length]`, `[batch, length]` or any shape
                ) -> PositionMaps:
         "The maps of the distinct positions, once; give the result to `rotate` for queries, keys and every layer."
-        _check_integer(positions, "sequence positions")
-        uniq, inv = torch.unique(positions, return_inverse=True)
+        uniq, inv = torch.unique(_check_positions(positions, "sequence positions"), return_inverse=True)
         return PositionMaps(self.powers(uniq), inv)
 
     def to_rope(self) -> tuple[Tensor, Tensor]: # angles `[heads, dim/2]` and bases `[heads, dim, dim]`
         "The RoPE equivalent of the learned generators (`ape_to_rope`): W = P R(angles) P^T per head."
         return ape_to_rope(self.generator())
 
-# %% ../nbs/04_algebraic.ipynb #b481d77e
-def _check_tree_positions(positions:TreePositions, branching:int):
-    "ValueErrors naming the first node whose depth or root path the maps cannot use."
-    if not isinstance(positions, TreePositions): raise TypeError(f"expected TreePositions, got {type(positions).__name__}")
-    paths, depth = positions.paths, positions.depth
-    _check_integer(paths, "root paths"); _check_integer(depth, "depths")
-    if paths.shape[:-1] != depth.shape:
-        raise ValueError(f"paths {tuple(paths.shape)} and depth {tuple(depth.shape)} disagree on the batch shape")
-    if torch.compiler.is_compiling(): return
-    K = paths.shape[-1]
-    def first(mask): return tuple(torch.nonzero(mask)[0].tolist())
-    if bool((depth < -1).any()):
-        i = first(depth < -1); raise ValueError(f"the node at index {i} has depth {int(depth[i])}; depths are >= 0, or -1 for padding")
-    if bool((depth > K).any()):
-        i = first(depth > K)
-        raise ValueError(f"the node at index {i} has depth {int(depth[i])} but its root path holds {K} steps (positions "
-                         f"built with overflow='keep_last'?): algebraic maps need the whole root path")
-    inside = torch.arange(K, device=paths.device) < depth[..., None]
-    bad = inside & ((paths < 0) | (paths >= branching))
-    if bool(bad.any()):
-        i = first(bad)
-        raise ValueError(f"the node at index {i[:-1]} takes slot {int(paths[i])} at depth {i[-1] + 1}, but branching="
-                         f"{branching} allows slots 0..{branching - 1}: binarize (Tree.lcrs) or raise branching")
-    bad = ~inside & (paths != -1)
-    if bool(bad.any()):
-        i = first(bad)
-        raise ValueError(f"the node at index {i[:-1]} has depth {int(depth[i[:-1]])} but slot {int(paths[i])} at step "
-                         f"{i[-1]} of its root path; steps past a node's depth must be -1")
 
-class TreeAPE(_Generators):
+# %% ../nbs/04_algebraic.ipynb #b481d77e
+class TreeAPE(OrthogonalPE):
     "Algebraic PE of trees: one orthogonal generator per branch and head; a node's map is the product along its root path."
     def __init__(self, dim:int, # head dimension
-                 branching:int=2, # child slots 0..branching-1, one generator each
+                 n:int=2, # branching factor: child slots 0..n-1, one generator each
                  heads:int=1, # generators per branch: one per head
                  init:str="rope_mixed", # "rope_mixed", "rope" (branches commute at first) or "random"; see above
                  base:float=10000.0, # RoPE's wavelength scale, for the rope inits
                  std:float=0.02, # spread of the "random" init
                  dtype=None, # parameter dtype (default: torch's default dtype)
                 ):
-        if branching < 1: raise ValueError(f"branching must be >= 1, got {branching}")
-        super().__init__(branching, dim, heads, init, base, std, dtype)
-        self.branching = branching
+        super().__init__(n, dim, heads, init, base, std, dtype)
+        self.n = n
 
-    def prepare(self, positions:TreePositions # root paths `[*batch, K]`, depths `[*batch]` (-1: padding)
+    def prepare(self, positions:TreePositions # whole root paths `[*batch, K]`, depths `[*batch]` (-1: padding)
                ) -> PositionMaps:
         "The maps of every distinct node of the batch, level by level: one batched product per depth and branch."
-        _check_tree_positions(positions, self.branching)
-        G = self.generators()                                     # [branching, heads, d, d]: one matrix_exp
+        if not isinstance(positions, TreePositions):
+            raise TypeError(f"positions must be TreePositions, got {type(positions).__name__}")
+        positions.check(n=self.n, what="positions")               # slots < n, whole paths, not empty
+        G = self.generators()                                     # [n, heads, d, d]: one matrix_exp
         H, d = self.heads, self.dim
         depth = positions.depth.reshape(-1)
         paths = positions.paths.reshape(len(depth), positions.paths.shape[-1])
@@ -434,14 +452,14 @@ class TreeAPE(_Generators):
         node = torch.zeros_like(depth)                            # each token's ancestor at the current level
         levels = [torch.eye(d, dtype=G.dtype, device=G.device).expand(1, H, d, d)]
         total = 1
-        for t in range(int(depth.max()) if depth.numel() else 0):
+        for t in range(int(depth.max())):
             active = torch.nonzero(depth > t).squeeze(1)
             prev = levels[-1]
             key = paths[active, t] * len(prev) + node[active]     # distinct nodes at depth t+1, by slot then parent
             uniq, inv = torch.unique(key, return_inverse=True)
             slot, parent = uniq // len(prev), uniq % len(prev)
             parts = []
-            for i in range(self.branching):                       # maps(path + [i]) = maps(path) @ G_i
+            for i in range(self.n):                               # maps(path + [i]) = maps(path) @ G_i
                 sel = parent[slot == i]
                 if len(sel): parts.append(G[i].expand(len(sel), H, d, d) if t == 0 else _take(prev, sel) @ G[i])
             levels.append(torch.cat(parts) if len(parts) > 1 else parts[0])
@@ -450,6 +468,9 @@ class TreeAPE(_Generators):
             index[active[ends]] = total + inv[ends]
             total += len(uniq)
         return PositionMaps(torch.cat(levels), index.view(positions.depth.shape))
+
+    def extra_repr(self): return f"dim={self.dim}, n={self.n}, heads={self.heads}, init={self.init!r}"
+
 
 # %% ../nbs/04_algebraic.ipynb #3d05eef1
 @dataclass(eq=False)
@@ -473,8 +494,10 @@ class DirectSumMaps:
     def rotate(self, *xs:Tensor) -> Tensor|tuple[Tensor, ...]:
         "Rotate each slice of the last dimension by its part (several tensors together, as `PositionMaps.rotate`)."
         sizes = [p.dim for p in self.parts]
+        L = self.parts[0].index.shape[-1]
         for x in xs:
-            if x.shape[-1] != self.dim: raise ValueError(f"x must have dim={self.dim} in its last axis, got {tuple(x.shape)}")
+            if x.ndim < 2 or x.shape[-1] != self.dim or x.shape[-2] != L:
+                raise ValueError(f"x must be [..., length={L}, dim={self.dim}] for these coordinates, got {tuple(x.shape)}")
         starts = [sum(sizes[:i]) for i in range(len(sizes))]
         out = [p.rotate(*(x[..., a:a + n] for x in xs)) for p, a, n in zip(self.parts, starts, sizes)]
         if len(xs) == 1: return torch.cat(out, -1)
@@ -491,23 +514,27 @@ class GridAPE(nn.Module):
                  dtype=None, # parameter dtype
                 ):
         super().__init__()
-        if axes < 1 or dim % axes: raise ValueError(f"dim={dim} must split evenly over axes={axes}")
+        dim, heads, axes = _check_size(dim, "dim"), _check_size(heads, "heads"), _check_size(axes, "axes")
+        if dim % axes: raise ValueError(f"dim={dim} must split evenly over axes={axes}")
+        if init in ("rope", "rope_mixed") and (dim // axes) % 2:
+            raise ValueError(f"init={init!r} rotates pairs of coordinates: each axis gets dim // axes = {dim // axes} "
+                             f"coordinates (dim={dim}, axes={axes}), which must be even (or use init='random')")
         self.dim, self.heads, self.axes = dim, heads, axes
         self.per_axis = nn.ModuleList(SequenceAPE(dim // axes, heads, init, base, std, dtype) for _ in range(axes))
 
     def prepare(self, coords:Tensor # integer coordinates `[*batch, length, axes]`
                ) -> DirectSumMaps:
         "The maps of the distinct coordinates of every axis, once per forward."
-        _check_integer(coords, "grid coordinates")
+        coords = _check_positions(coords, "grid coordinates")    # integers, each within the limits of `SequenceAPE`
         if coords.ndim < 2 or coords.shape[-1] != self.axes:
-            raise ValueError(f"grid coordinates must be [..., length, axes={self.axes}], got {tuple(coords.shape)}")
+            raise ValueError(f"grid coordinates must be [*batch, length, axes={self.axes}], got {tuple(coords.shape)}")
         return DirectSumMaps([ape.prepare(coords[..., a]) for a, ape in enumerate(self.per_axis)])
 
     def maps(self, coords:Tensor) -> Tensor: # `[*batch, length, heads, dim, dim]`, block-diagonal
         "One map per position (for inspection)."
         return self.prepare(coords).full()
 
-    def rotate(self, x:Tensor, # `[*batch, heads, length, dim]`
+    def rotate(self, x:Tensor, # `[*batch, heads, length, dim]` floating point
                coords, # `[*batch, length, axes]` integer coordinates, or what `prepare` returned for them
               ) -> Tensor:
         "Rotate queries or keys: scores then depend on coordinate differences only."
