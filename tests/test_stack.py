@@ -210,3 +210,13 @@ def test_cuda_matches_cpu():
     torch.testing.assert_close(stack_encode(leaf.to("cuda"), 2, 8).cpu(), torch.zeros(1, 16))
     module = TreePositionalEncoding(64, n=2, max_depth=8)
     torch.testing.assert_close(module.cuda()(pos.to("cuda")).cpu(), module.cpu()(pos))
+
+
+def test_compiles_to_one_graph():
+    "torch.compile friendly: no graph break (dynamo with the eager backend, so no C++ toolchain is needed)."
+    torch._dynamo.reset()
+    pos = batch_positions([Tree.from_sexpr("(a (b c) d)").lcrs(), Tree.from_sexpr("a")])
+    module = TreePositionalEncoding(64, max_depth=8)
+    torch.testing.assert_close(torch.compile(module, backend="eager", fullgraph=True)(pos), module(pos))
+    encode = torch.compile(lambda p: stack_encode(p, 2, 8), backend="eager", fullgraph=True)
+    torch.testing.assert_close(encode(pos), stack_encode(pos, 2, 8))
