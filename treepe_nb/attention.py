@@ -73,10 +73,9 @@ def _make_pe(name:str, pe) -> nn.Module|None:
     "The module behind an encoding name (`pe` holds the sizes); None for `none`, `rotary` and `relative`."
     D, H = pe.d_model // pe.num_heads, pe.num_heads
     if name == "sinusoidal": return SinusoidalPE(pe.d_model, pe.max_len)
-    if name == "learned": return LearnedPE(pe.max_len, pe.d_model)                   # TODO(contract): LearnedPE(d_model, max_len)
+    if name == "learned": return LearnedPE(pe.d_model, pe.max_len)
     if name == "stack": return TreePositionalEncoding(pe.d_model, n=pe.n, k=pe.max_depth)  # TODO(contract): max_depth=pe.max_depth
-    if name == "additive":     # TODO(contract): AdditiveTreePE(d_model, max_depth, ...) with max_depth the deepest depth (today: rows)
-        return AdditiveTreePE(pe.d_model, pe.max_depth + 1, pe.max_sibling, pe.num_types)
+    if name == "additive": return AdditiveTreePE(pe.d_model, pe.max_depth, pe.max_sibling, pe.num_types)
     if name == "ape-seq": return SequenceAPE(D, H)
     if name == "ape-tree": return TreeAPE(D, pe.n, heads=H)                           # TODO(contract): TreeAPE(D, n=pe.n, heads=H)
     if name == "ape-grid": return GridAPE(D, H, pe.axes)
@@ -87,7 +86,7 @@ def _absolute(name:str, module:nn.Module, positions, index:Tensor, kinds:Tensor|
     if name in ("sinusoidal", "learned"): return module(index)
     if name == "stack": return module(positions)
     kinds = torch.zeros_like(positions.depth) if kinds is None else kinds.masked_fill(positions.depth < 0, 0)
-    return module(positions.depth, positions.sibling(), kinds)                      # TODO(contract): module(positions, kinds)
+    return module(positions, kinds)
 
 def _rotation(name:str, module:nn.Module|None, positions, index:Tensor):
     "The maps object of a rotation encoding (`.rotate(*xs)`), prepared once per forward for every layer."
@@ -100,12 +99,7 @@ def _new_tracker(order:str, batch_size:int, n:int, max_depth:int, max_nodes:int,
 
 def _reorder_tracker(tracker:TreeTracker, index:Tensor):
     "Make row i of the tracker a copy of row `index[i]` (beam search)."
-    # TODO(contract): TreeTracker has no public reorder; this reaches into its state (03_tracking). Target: tracker.reorder(index).
-    x = tracker._x
-    idx = x.array(index)
-    for name in ("_pending", "_pending_meta", "_head", "_tail", "_emitted", "_done", "_failed", "_room"):
-        setattr(tracker, name, getattr(tracker, name)[idx])
-    tracker._set_next(tracker._path[idx], x.stack((tracker._parent[idx], tracker._depth[idx]), -1))
+    tracker.reorder(index)
 
 def _decode_trees(vocab:ArityVocab, ids:Tensor, order:str, max_depth:int) -> list[Tree]:
     return vocab.decode_batch(ids, order, max_depth)
