@@ -60,8 +60,7 @@ def positions_modality(positions # LongTensor `[B, L]` or `[B, L, axes]`, or `Tr
                      f"{tuple(positions.shape)}")
 
 # %% ../nbs/06_attention.ipynb #e8b2fe77
-# The one place that calls chapters 00-05 (encodings, tracker, vocabulary). Lines marked TODO(contract) use today's
-# signatures where the agreed contract differs; the comment gives the target.
+# The one place that calls chapters 00-05 (encodings, tracker, vocabulary).
 class _RotaryMaps:
     "RoPE as a maps object, like the algebraic ones: `rotate(*xs)` rotates tensors `[B, H, L, D]` by sequence position."
     def __init__(self, positions:Tensor, base:float=10000.0): self.positions, self.base = positions, base
@@ -74,10 +73,10 @@ def _make_pe(name:str, pe) -> nn.Module|None:
     D, H = pe.d_model // pe.num_heads, pe.num_heads
     if name == "sinusoidal": return SinusoidalPE(pe.d_model, pe.max_len)
     if name == "learned": return LearnedPE(pe.d_model, pe.max_len)
-    if name == "stack": return TreePositionalEncoding(pe.d_model, n=pe.n, k=pe.max_depth)  # TODO(contract): max_depth=pe.max_depth
+    if name == "stack": return TreePositionalEncoding(pe.d_model, n=pe.n, max_depth=pe.max_depth)
     if name == "additive": return AdditiveTreePE(pe.d_model, pe.max_depth, pe.max_sibling, pe.num_types)
     if name == "ape-seq": return SequenceAPE(D, H)
-    if name == "ape-tree": return TreeAPE(D, pe.n, heads=H)                           # TODO(contract): TreeAPE(D, n=pe.n, heads=H)
+    if name == "ape-tree": return TreeAPE(D, n=pe.n, heads=H)
     if name == "ape-grid": return GridAPE(D, H, pe.axes)
     return None
 
