@@ -3,13 +3,15 @@ with the outputs they already have, unless `--slow` is given.
 
     python tools/run_notebook.py nbs/02_stack.ipynb [more.ipynb ...] [--slow] [--timeout 600]
 
-Use it after changing a notebook so that the docs site and readers see fresh outputs without re-running long
+With `--slow`, the environment variable `TREEPE_BENCHMARKS=1` also turns on the benchmarks that notebooks gate
+behind their `BENCHMARKS` flag. Use it after changing a notebook so that the docs site and readers see fresh outputs without re-running long
 benchmarks; run with `--slow` (or `jupyter nbconvert --execute`) to re-measure them. Cells run in order in one
 kernel started in the notebook's folder, as in JupyterLab. Stops at the first error.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from configparser import ConfigParser
@@ -33,6 +35,7 @@ def is_flagged(source: str, names: list[str]) -> bool:
 def run(path: Path, slow: bool = False, timeout: int = 600) -> None:
     nb = nbformat.read(path, as_version=4)
     skip = [] if slow else flags()
+    if slow: os.environ["TREEPE_BENCHMARKS"] = "1"        # the notebooks' benchmark flag (see their first cells)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     with client.setup_kernel():
         for i, cell in enumerate(nb.cells):
