@@ -156,6 +156,16 @@ def _show_docs(nb):
                 out.data["text/markdown"] = _re_fence.sub(lambda m: _re_md_link.sub(r"\1", m.group(0)), md)
 
 
+_re_display_math = re.compile(r"\n*^(\$\$[^$]+?\$\$)[ \t]*$\n*", re.MULTILINE)
+
+
+def _display_math(nb):
+    """Give each `$$ ... $$` line(s) a paragraph of its own. JupyterLab renders display math inside a paragraph, but
+    MyST's dollar-math pairs the `$` signs wrongly there and leaves the rest of the paragraph as raw TeX."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown": cell.source = _re_display_math.sub(r"\n\n\1\n\n", cell.source).strip("\n")
+
+
 @contextlib.contextmanager
 def _cwd(path: Path):
     "nbdev finds settings.ini from the working directory: work in the notebook's project."
@@ -176,6 +186,7 @@ def process(nb_path: Path):
     for cell in nb.cells: _quarto_options_to_tags(cell)
     static_widgets(nb)
     _show_docs(nb)
+    _display_math(nb)
     for cell in nb.cells:
         if cell.cell_type == "code": cell.metadata.pop("language", None)
     nb.metadata.setdefault("language_info", {"name": "python"})

@@ -37,7 +37,7 @@ _INT64 = np.iinfo(np.int64)
 def _node_array(values, what:str) -> np.ndarray:
     "One integer per node as an int64 array: a `TypeError` for anything but integers, a `ValueError` for a bad shape or range."
     if isinstance(values, Tensor): values = values.detach().cpu().numpy()
-    if isinstance(values, (str, bytes, dict)) or np.ndim(values) == 0 and not isinstance(values, (list, tuple)):
+    if isinstance(values, (str, bytes, dict)) or not isinstance(values, (list, tuple, np.ndarray)) and np.ndim(values) == 0:
         raise TypeError(f"{what} must be a sequence of integers (one per node), got {type(values).__name__}")
     try: a = np.asarray(values)
     except (ValueError, OverflowError) as e: raise ValueError(f"{what} must be a flat sequence of integers: {e}") from None
@@ -600,6 +600,13 @@ def _walk(loader, root, doc:int, note:bool) -> YamlTree:
     tree = Tree(labels, parent, slot, validate=False)
     return YamlTree(tree, torch.tensor(kinds[s:], dtype=torch.long), tokens[s:], lines[s:], cols[s:], doc, note, links[s:])
 
+def _libyaml_nesting(limit:int|None) -> int|None:
+    "Set libyaml's own nesting limit (1000 since PyYAML 6.0.4; absent before), returning the previous one."
+    yl = getattr(yaml, "_yaml", None)
+    if limit is None or _Loader is yaml.SafeLoader or not hasattr(yl, "_set_max_nest_level"): return None
+    old = yl._get_max_nest_level(); yl._set_max_nest_level(limit)
+    return old
+
 def _is_empty_document(root) -> bool:
     "An empty document (nothing, or only comments, after `---`) is a plain empty scalar that loads as None."
     return root is None or isinstance(root, yaml.ScalarNode) and root.value == "" and not root.style and root.tag == _NULL
@@ -613,15 +620,19 @@ def read_yaml(text:str|bytes, # a YAML document, or a stream of documents separa
     if not isinstance(text, (str, bytes)): raise TypeError(f"expected YAML text (str or bytes), got {type(text).__name__}")
     for name, v in (("max_nodes", max_nodes), ("max_nesting", max_nesting)):
         if v < 1: raise ValueError(f"{name} must be >= 1, got {v}")
-    loader = _Loader(text)
+    loader, libyaml_limit = _Loader(text), _libyaml_nesting(max_nesting + 1)   # ours is checked first, with our message
     try:
         return [None if _is_empty_document(root) else _walk(loader, root, doc, note)
                 for doc, root in enumerate(_compose(loader, max_nodes, max_nesting, note))]
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         where = f" at {_where(mark)}" if mark else ""
-        raise ValueError(f"invalid YAML{where}: {getattr(e, 'problem', None) or e}") from None
-    finally: loader.dispose()
+        problem = getattr(e, 'problem', None) or e
+        if "maximum nesting depth" in str(problem):
+            raise ValueError(f"the document is nested deeper than max_nesting={max_nesting} mappings and lists{where}; "
+                             f"pass a larger max_nesting if that is intended") from None
+        raise ValueError(f"invalid YAML{where}: {problem}") from None
+    finally: loader.dispose(); _libyaml_nesting(libyaml_limit)
 
 # %% ../nbs/01_trees.ipynb #f9cb8b6b
 @patch(cls_method=True)
@@ -645,7 +656,8 @@ def from_parents(cls:Tree, labels:Sequence[Hashable], # one label per node, in a
     if n != len(labels): raise ValueError(f"got {len(labels)} labels but {n} parents")
     for k, label in enumerate(labels): _check_label(label, k)
     roots = np.flatnonzero(par < 0)
-    if len(roots) != 1: raise ValueError(f"a tree has exactly one root, found {len(roots)}: nodes {roots.tolist()}")
+    if len(roots) != 1:
+        raise ValueError(f"parents must mark exactly one root (a negative parent), found {len(roots)}: nodes {roots.tolist()}")
     bad = np.flatnonzero(par >= n)
     if len(bad): raise ValueError(f"node {bad[0]} has parent {par[bad[0]]}, but there are only {n} nodes")
     kids = np.argsort(par, kind="stable")[1:]
