@@ -30,9 +30,15 @@ class ArityVocab:
     def __init__(self, symbols:Iterable[tuple[Hashable, Sequence[int]]], # (label, child slots) pairs, in id order
                  n:int, # branching factor: every slot is < n
                 ):
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            raise TypeError(f"the branching factor n must be an int, got {type(n).__name__} {n!r:.40}")
         if n < 1: raise ValueError(f"the branching factor n must be >= 1, got {n}")
-        self.n, self.symbols, self._ids = n, [(s, None) for s in self.specials], {}
+        self.n, self.symbols, self._ids = int(n), [(s, None) for s in self.specials], {}
         for label, pattern in symbols:
+            try: hash(label)
+            except TypeError: raise TypeError(f"symbol labels are dictionary keys: {label!r:.40} is unhashable") from None
+            if any(not isinstance(s, (int, np.integer)) or isinstance(s, bool) for s in pattern):
+                raise TypeError(f"symbol {label!r} has child slots {tuple(pattern)!r:.60}: slots are ints")
             pattern = tuple(sorted(int(s) for s in pattern))
             if any(not 0 <= s < n for s in pattern):
                 raise ValueError(f"symbol {label!r} has child slots {pattern}, outside 0..{n - 1} (n={n}); "
@@ -145,6 +151,14 @@ class _Backend:
         return t.numpy() if t.device.type == "cpu" else t.cpu().numpy()
 
 
+_MAX_STATE_BYTES = 2 ** 31                                  # 2 GiB: a larger state is refused up front
+
+def _state_bytes(order:str, B:int, n:int, K:int, max_nodes:int) -> int:
+    "Bytes of a tracker's arrays: the pending entries (3 int64 each), the current path (int8, and int64 when returned), and breadth-first the paths of the emitted nodes (int8)."
+    C = (n - 1) * K + 1 if order == "dfs" else max_nodes
+    table = B * (max_nodes + 1) * (min(K, max_nodes - 1) + 2) if order == "bfs" else 0
+    return B * (C + 2) * 24 + B * (K + 2) * 9 + table
+
 class TreeTracker:
     "The position of the next node of a batch of trees being generated, depth-first or breadth-first, in lockstep."
     def __init__(self, order:str="dfs", # "dfs" (preorder) or "bfs" (level order): the generation order
@@ -164,6 +178,11 @@ class TreeTracker:
         if not (1 <= n <= 127 and max_depth >= 0 and max_nodes >= 1 and batch_size >= 1):
             raise ValueError(f"need 1 <= n <= 127, max_depth >= 0, max_nodes >= 1, batch_size >= 1; got n={n}, "
                              f"max_depth={max_depth}, max_nodes={max_nodes}, batch_size={batch_size}")
+        state = _state_bytes(order, batch_size, n, max_depth, max_nodes)
+        if state > _MAX_STATE_BYTES:                                # checked before anything is allocated
+            raise ValueError(f"a {order} tracker with batch_size={batch_size}, n={n}, max_depth={max_depth} and "
+                             f"max_nodes={max_nodes} would hold {state / 2**30:.1f} GiB of state (the limit is "
+                             f"{_MAX_STATE_BYTES / 2**30:.0f} GiB); pass a smaller max_depth, max_nodes or batch_size")
         self.order, self.n, self.max_depth, self.max_nodes, self.errors = order, n, max_depth, max_nodes, errors
         self._x = x = _Backend(device, backend)
         B, K = batch_size, max_depth
@@ -294,6 +313,7 @@ class TreeTracker:
     def allowed(self, vocab:ArityVocab # the vocabulary the model samples from
                ) -> Tensor: # `[batch, len(vocab)]` bool
         "Tokens each row may generate next so that its tree can still be completed within `max_depth`, `max_nodes`."
+        if not isinstance(vocab, ArityVocab): raise TypeError(f"vocab must be an ArityVocab, got {type(vocab).__name__}")
         if vocab.n != self.n: raise ValueError(f"the vocabulary has n={vocab.n} but the tracker has n={self.n}")
         x = self._x
         ids, arity = x.arange(len(vocab), x.long)[None, :], x.array(vocab.arity)[None, :]
@@ -331,6 +351,7 @@ def decode_batch(self:ArityVocab, ids:Tensor, # `[batch, length]` integer token 
     if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
         raise TypeError(f"ids must hold integer token ids, got dtype {ids.dtype}")
     if ids.ndim != 2: raise ValueError(f"ids must be [batch, length], got shape {list(ids.shape)}")
+    if ids.shape[0] == 0: raise ValueError(f"ids is an empty batch (shape {list(ids.shape)}): there is nothing to decode")
     if ids.shape[1] and bool((ids[:, 0] == self.start).all()): ids = ids[:, 1:]
     B, T = ids.shape
     outside = (ids < 0) | (ids >= len(self))

@@ -50,6 +50,18 @@ def _node_array(values, what:str) -> np.ndarray:
         if not _INT64.min <= x <= _INT64.max: raise ValueError(f"{what}[{k}] = {x} is outside the int64 range")
     raise TypeError(f"{what} must hold integers, got dtype {a.dtype}")
 
+def _limit(value, name:str, low:int=0) -> int:
+    "`value` if it is an int (not a bool) >= `low`: a `TypeError` or `ValueError` that names the argument."
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r:.40}")
+    if value < low: raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+def _check_label(label, node):
+    try: hash(label)
+    except TypeError: raise ValueError(f"the label of node {node} is unhashable: {label!r:.60}") from None
+    return label
+
 class Tree:
     "An ordered tree with nodes in depth-first preorder: `labels`, `parent` (-1 at the root), `slot` (-1 at the root)."
     def __init__(self,
@@ -67,6 +79,9 @@ class Tree:
     def _validate(self):
         n, par, slot = len(self.labels), self.parent, self.slot
         if n == 0: raise ValueError("a tree needs at least one node (the root)")
+        try: hash(tuple(self.labels))                             # labels are dictionary keys (vocabularies)
+        except TypeError:
+            for i, label in enumerate(self.labels): _check_label(label, i)
         if len(par) != n or len(slot) != n:
             raise ValueError(f"labels, parent and slot must have one entry per node: got {n}, {len(par)}, {len(slot)}")
         if par[0] != -1 or slot[0] != -1:
@@ -134,11 +149,6 @@ def _children_csr(parent:np.ndarray):
     start = np.searchsorted(parent[kids], np.arange(len(parent) + 1))
     return kids, start
 
-def _check_label(label, node):
-    try: hash(label)
-    except TypeError: raise ValueError(f"the label of node {node} is unhashable: {label!r}") from None
-    return label
-
 def _expanded_size(root, kids_of, limit:int, what:str) -> int:
     "Nodes of `root` once containers shared by reference are expanded, memoised per container (no recursion)."
     memo, on_path, stack = {}, set(), [(root, False)]
@@ -172,6 +182,7 @@ def from_nested(cls:Tree, obj:Any, # `(label, [children])`, or a bare label for 
                 max_nodes:int=10_000_000, # refuse larger trees (child lists shared by reference are counted expanded)
                ) -> Tree:
     "Read a tree from nested `(label, [children])` tuples; a leaf is a bare label or `(label, [])`."
+    max_nodes = _limit(max_nodes, "max_nodes", 1)
     labels, parent, slot = [], [], []
     stack, on_path, seen, sized = [(obj, -1, -1)], set(), set(), False
     while stack:
@@ -326,6 +337,7 @@ def from_json(cls:Tree, obj:Any, # JSON text (`str` or `bytes`), or a parsed val
               max_nodes:int=10_000_000, # refuse larger trees (containers shared by reference are counted expanded)
              ) -> Tree:
     "A JSON value as a tree: `{}` nodes with key children, `[]` nodes with items, scalars as leaves."
+    max_nodes = _limit(max_nodes, "max_nodes", 1)
     if isinstance(obj, (str, bytes, bytearray)):
         try: obj = json.loads(obj)
         except json.JSONDecodeError as e: raise ValueError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
@@ -618,8 +630,7 @@ def read_yaml(text:str|bytes, # a YAML document, or a stream of documents separa
              ) -> list[YamlTree|None]: # one per document; `None` for an empty document
     "Read YAML safely into one `YamlTree` per document: a `Tree` plus node kinds, tokens, places and paths."
     if not isinstance(text, (str, bytes)): raise TypeError(f"expected YAML text (str or bytes), got {type(text).__name__}")
-    for name, v in (("max_nodes", max_nodes), ("max_nesting", max_nesting)):
-        if v < 1: raise ValueError(f"{name} must be >= 1, got {v}")
+    max_nodes, max_nesting = _limit(max_nodes, "max_nodes", 1), _limit(max_nesting, "max_nesting", 1)
     loader, libyaml_limit = _Loader(text), _libyaml_nesting(max_nesting + 1)   # ours is checked first, with our message
     try:
         return [None if _is_empty_document(root) else _walk(loader, root, doc, note)
@@ -799,7 +810,7 @@ _MAX_PATH_ENTRIES = 2 ** 28                                  # 2 GiB of int64 ro
 def _root_paths(parent:np.ndarray, slot:np.ndarray, depth:np.ndarray, K:int, overflow:str, name) -> np.ndarray:
     "Root paths `[n, K]` of concatenated trees (`parent` -1 at each root); see `Tree.positions`."
     check_overflow(overflow)
-    if K < 0: raise ValueError(f"max_depth must be >= 0, got {K}")
+    K = _limit(K, "max_depth")
     n = len(parent)
     if n * K > _MAX_PATH_ENTRIES:
         raise ValueError(f"root paths for {n} nodes x max_depth {K} would take {n * K * 8 / 2**30:.1f} GiB; "
@@ -896,8 +907,8 @@ def check(self:TreePositions,
          ) -> TreePositions: # `self`, so that `encode(positions.check(n, max_depth))` reads naturally
     "Check well-formedness and the limits `n` and `max_depth`; a `ValueError` names the first offending node."
     check_overflow(overflow)
-    if n is not None and n < 1: raise ValueError(f"the branching factor n must be >= 1, got {n}")
-    if max_depth is not None and max_depth < 0: raise ValueError(f"max_depth must be >= 0, got {max_depth}")
+    if n is not None: n = _limit(n, "the branching factor n", 1)
+    if max_depth is not None: max_depth = _limit(max_depth, "max_depth")
     d, paths, K = self.depth, self.paths, self.max_depth
     if d.numel() == 0: raise ValueError(f"{what} is an empty batch (shape {tuple(d.shape)}): there is nothing to encode")
     if torch.compiler.is_compiling(): return self
@@ -937,7 +948,13 @@ def check(self:TreePositions,
 def slot(self:TreePositions) -> Tensor: # `[*batch]`
     "Each node's own child slot (the last step of its root path); -1 for roots and padding."
     K = self.max_depth
-    if K == 0: return torch.full_like(self.depth, -1)
+    if K == 0:
+        if not torch.compiler.is_compiling() and bool((self.depth > 0).any()):
+            i = _first(self.depth > 0)
+            raise ValueError(f"positions: the node at index {i} has depth {int(self.depth[i])}, but the positions keep "
+                             f"no step of the root paths (built with max_depth=0, overflow='truncate'), so its slot "
+                             f"and sibling index are unknown; build them with max_depth >= 1")
+        return torch.full_like(self.depth, -1)
     last = (self.depth.clamp(max=K) - 1).clamp(min=0)                       # [*batch] column of the node's own step
     own = self.paths.gather(-1, last[..., None]).squeeze(-1).to(self.depth.dtype)
     return torch.where(self.depth > 0, own, torch.full_like(own, -1))
