@@ -4,6 +4,7 @@
 
 # %% ../nbs/05_additive.ipynb #46d0eb64
 from __future__ import annotations
+import math, numbers
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -11,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn, Tensor
 from .sequence import sinusoidal
-from .trees import NodeKind, TreePositions, YamlTree, check_overflow, collate_positions, read_yaml, _chain, _first
+from .trees import NodeKind, TreePositions, YamlTree, check_overflow, collate_positions, read_yaml, _chain, _first, _limit
 
 # %% auto #0
 __all__ = ['YamlNode', 'yaml_documents', 'yaml_nodes', 'AdditiveTreePE', 'YamlInputs', 'YamlVocab']
@@ -92,8 +93,11 @@ class AdditiveTreePE(nn.Module):
         super().__init__()
         if depth_init not in ("normal", "sinusoidal"): raise ValueError(f"depth_init must be 'normal' or 'sinusoidal', got {depth_init!r}")
         check_overflow(overflow)
-        for name, n, low in (("d_model", d_model, 1), ("max_depth", max_depth, 0), ("max_sibling", max_sibling, 0), ("num_types", num_types, 1)):
-            if n < low: raise ValueError(f"{name} must be >= {low}, got {n}")
+        d_model, max_depth = _limit(d_model, "d_model", 1), _limit(max_depth, "max_depth")
+        max_sibling, num_types = _limit(max_sibling, "max_sibling"), _limit(num_types, "num_types", 1)
+        for name, v in (("init_std", init_std), ("depth_base", depth_base)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r:.40}")
         self.d_model, self.max_depth, self.max_sibling, self.num_types = d_model, max_depth, max_sibling, num_types
         self.depth_init, self.overflow, self.lcrs, self.init_std, self.depth_base = depth_init, overflow, lcrs, init_std, depth_base
         self.depth_emb = nn.Embedding(max_depth + 1, d_model)
@@ -117,10 +121,7 @@ class AdditiveTreePE(nn.Module):
         if not isinstance(kinds, Tensor) or kinds.shape != positions.shape:
             raise ValueError(f"kinds must be a tensor shaped like positions.depth {tuple(positions.shape)}, got "
                              f"{tuple(kinds.shape) if isinstance(kinds, Tensor) else type(kinds).__name__}")
-        positions.check(max_depth=self.max_depth, overflow=self.overflow)
-        if positions.max_depth == 0 and not torch.compiler.is_compiling() and bool((positions.depth > 0).any()):
-            raise ValueError("positions keep no step of the root paths (built with max_depth=0), so the sibling index "
-                             "of a node below the root is unknown; build them with max_depth >= 1")
+        positions.check(max_depth=self.max_depth, overflow=self.overflow)   # the sibling index checks zero-width paths
         return self.embed(positions.depth, positions.sibling(lcrs=self.lcrs), kinds)
 
     def embed(self,
@@ -129,6 +130,10 @@ class AdditiveTreePE(nn.Module):
               kinds:Tensor, # LongTensor of node types, broadcastable with `depth`
              ) -> Tensor: # `[*broadcast shape, d_model]`
         "The sum of one row of each table for raw coordinates (what `forward` computes once it has read the positions)."
+        for name, t in (("depth", depth), ("sibling", sibling), ("kinds", kinds)):
+            if not isinstance(t, Tensor) or t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
+                raise TypeError(f"{name} must be an integer tensor, got {t.dtype if isinstance(t, Tensor) else type(t).__name__}")
+        depth, sibling, kinds = depth.long(), sibling.long(), kinds.long()             # nn.Embedding takes int64
         depth, sibling, kinds = torch.broadcast_tensors(depth, sibling, kinds)
         pad = depth == -1
         if not torch.compiler.is_compiling():
@@ -183,9 +188,12 @@ class YamlVocab:
                        max_values:int|None=None, # keep at most this many values
                       ) -> YamlVocab:
         "Count key and value tokens separately and keep the frequent ones, most frequent first."
+        if isinstance(documents, (str, bytes)):
+            raise TypeError("documents must be YamlTree objects (read_yaml(text, note=True)), not the text itself")
         counts = {True: Counter(), False: Counter()}
-        for doc in documents:
+        for b, doc in enumerate(documents):
             if doc is None: continue
+            if not isinstance(doc, YamlTree): raise TypeError(f"item {b} of documents is a {type(doc).__name__}, not a YamlTree")
             for tok, kind in zip(doc.tokens, doc.kinds.tolist()): counts[kind in _KEY_KINDS][tok] += 1
         def keep(c, limit):
             ranked = sorted((t for t, k in c.items() if k >= min_count), key=lambda t: (-c[t], t))
@@ -201,6 +209,7 @@ class YamlVocab:
               ) -> Tensor: # token ids, LongTensor `[length (+2)]`
         "Token ids of a document, each looked up in the key or the value vocabulary according to its kind."
         if unknown not in ("unk", "raise"): raise ValueError(f"unknown must be 'unk' or 'raise', got {unknown!r}")
+        if not isinstance(doc, YamlTree): raise TypeError(f"doc must be a YamlTree (from read_yaml), got {type(doc).__name__}")
         ids = []
         for i, (tok, kind) in enumerate(zip(doc.tokens, doc.kinds.tolist())):
             is_key = kind in _KEY_KINDS
@@ -232,7 +241,14 @@ class YamlVocab:
     def decode(self, ids:Tensor|Sequence[int]) -> list[str]:
         "The token text of each id (specials by their names): the natural reading of a YAML token sequence."
         table = [*self.specials, *self.keys, *self.values]
-        ids = ids.tolist() if isinstance(ids, Tensor) else list(ids)
+        if isinstance(ids, Tensor):
+            if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex() or ids.ndim != 1:
+                raise TypeError(f"ids must be a one-dimensional integer tensor, got {ids.dtype} of shape {tuple(ids.shape)}")
+            ids = ids.tolist()
+        elif isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+            raise TypeError(f"ids must be a tensor or a sequence of ints, got {type(ids).__name__}")
+        wrong = [i for i in ids if isinstance(i, bool) or not isinstance(i, (int, np.integer))]
+        if wrong: raise TypeError(f"ids must be ints, got {wrong[0]!r:.40} ({type(wrong[0]).__name__})")
         bad = [i for i in ids if not 0 <= i < len(table)]
         if bad: raise ValueError(f"id {bad[0]} is outside the vocabulary of {len(table)} tokens")
         return [table[i] for i in ids]
