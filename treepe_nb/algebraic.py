@@ -95,6 +95,8 @@ def ape_to_rope(W:Tensor, # `[..., dim, dim]` rotations (e.g. learned APE genera
                 tol:float=1e-6, # eigenvalues within this of +-1 count as +-1
                ) -> tuple[Tensor, Tensor]: # angles `[..., dim/2]` in [0, pi], largest first; bases P `[..., dim, dim]`
     "Angles and an orthonormal change of basis with `W == P @ rope_matrix(angles) @ P.mT` (the paper's appendix A.2)."
+    if not isinstance(W, Tensor) or W.ndim < 2 or W.dtype == torch.bool or W.is_complex():
+        raise TypeError(f"W must be a real tensor [..., dim, dim], got {getattr(W, 'dtype', type(W).__name__)}")
     *lead, d, d2 = W.shape
     if d != d2 or d % 2: raise ValueError(f"W must be square with an even size, got {tuple(W.shape)}")
     W64 = W.detach().to(torch.float64).reshape(-1, d, d)
@@ -285,6 +287,8 @@ def _random_rotations(*shape, n:int) -> Tensor:
 def _initial_entries(n_gen:int, heads:int, dim:int, init:str, base:float, std:float) -> Tensor:
     "Skew-symmetric entries `[n_gen, heads, dim*(dim-1)/2]` of the initial generators, in float64."
     if init not in _INITS: raise ValueError(f"init must be one of {_INITS}, got {init!r}")
+    if isinstance(std, bool) or not isinstance(std, (int, float)) or not math.isfinite(std) or std < 0:
+        raise ValueError(f"std must be a finite number >= 0, got {std!r:.40}")
     if init == "random": return torch.randn(n_gen, heads, dim * (dim - 1) // 2, dtype=torch.float64) * std
     if dim % 2: raise ValueError(f"init={init!r} rotates pairs of coordinates: dim must be even, got {dim} (or use init='random')")
     angles = frequencies(n_gen * dim, base, dtype=torch.float64).view(dim // 2, n_gen).T   # generator g: every n_gen-th

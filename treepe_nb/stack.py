@@ -50,11 +50,23 @@ def up(n:int, # branching factor
     return A, torch.zeros(n * k, dtype=dtype)
 
 # %% ../nbs/02_stack.ipynb #aa5f6cc4
+def _check_map(m, name:str="the map") -> tuple[Tensor, Tensor]:
+    "`m` if it is an affine map `(A, b)` with `A` `[d, d]` and `b` `[d]`, else a `TypeError` / `ValueError` naming it."
+    if not (isinstance(m, tuple) and len(m) == 2 and all(isinstance(t, Tensor) for t in m)):
+        raise TypeError(f"{name} must be an affine map (A, b), a pair of tensors, got {type(m).__name__}")
+    A, b = m
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or b.shape != A.shape[:1]:
+        raise ValueError(f"{name} must be (A, b) with A [d, d] and b [d], got A {tuple(A.shape)} and b {tuple(b.shape)}")
+    return A, b
+
 def apply(m:tuple[Tensor, Tensor], # an affine map `(A, b)`, `A` `[n*k, n*k]`, `b` `[n*k]`
           x:Tensor, # `[..., n*k]`
          ) -> Tensor: # `[..., n*k]`
     "Apply an affine map to one or many encodings."
-    A, b = m
+    A, b = _check_map(m)
+    if not isinstance(x, Tensor) or x.ndim < 1 or x.shape[-1] != A.shape[1]:
+        raise ValueError(f"x must be a tensor [..., {A.shape[1]}] for this map, got "
+                         f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
     return x @ A.T + b
 
 # %% ../nbs/02_stack.ipynb #e3a8ae24
@@ -64,6 +76,9 @@ def compose(*maps:tuple[Tensor, Tensor] # affine maps `(A, b)`, at least one, ap
     if not maps:
         raise ValueError("compose needs at least one affine map (A, b); "
                          "for the identity use path_map(0, [], n, k)")
+    for i, m in enumerate(maps):
+        _check_map(m, f"map {i}")
+        if m[0].shape != maps[0][0].shape: raise ValueError(f"map {i} is {tuple(m[0].shape)}, map 0 {tuple(maps[0][0].shape)}")
     A, b = maps[0]
     for A2, b2 in maps[1:]: A, b = A2 @ A, A2 @ b + b2
     return A, b
