@@ -48,6 +48,20 @@ def test_readme_matches_index():
         "README.md and nbs/index.ipynb have drifted apart: run `python tools/docs.py readme` and commit README.md"
 
 
+def test_api_headings_have_no_private_names():
+    "Every `show_doc` heading stored in a notebook (what the site shows) names a public object: `Tree.lcrs`, not `_Generators.rotate`."
+    private = re.compile(r"(^|[\s.(`])_[A-Za-z]")
+    for nb_path in NOTEBOOKS:
+        for cell in json.loads(nb_path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code": continue
+            for call in re.findall(r"show_doc\(([^,)]+)", "".join(cell["source"])):
+                assert not private.search(call), f"{nb_path.name}: show_doc({call}) documents a private name"
+            for out in cell.get("outputs", []):
+                md = "".join(out.get("data", {}).get("text/markdown", ""))
+                for heading in re.findall(r"^#+\s+(.*)$", md, re.MULTILINE):
+                    assert not private.search(heading), f"{nb_path.name}: API heading {heading!r} shows a private name"
+
+
 def _write_nb(path: Path, title: str):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "id": "t", "metadata": {}, "source": [title]}],

@@ -67,7 +67,7 @@ def tensors(draw, dtypes=ALL_DTYPES, max_ndim=4, max_side=4, shape=None):
     return torch.tensor(values, dtype=dtype).reshape(shape)
 
 
-sizes = st.integers(-2, 9)                           # sizes given to constructors: zero and negative included
+sizes = st.one_of(st.integers(-2, 9), st.sampled_from([2.0, 4.5, "4", True, None]))   # zero, negative, not ints
 bases = st.sampled_from([10000.0, 2.0, 1.0, 0.0, -1.0, float("nan"), float("inf")])
 labels = st.one_of(st.text(max_size=4), st.integers(), st.none(), st.booleans(), st.floats())
 structures = st.recursive(labels, lambda kids: st.one_of(
@@ -165,6 +165,22 @@ def test_fuzz_from_parents(fuzz):
     fuzz(st.tuples(st.lists(labels, max_size=6), st.one_of(st.lists(st.integers(-3, 7), max_size=7),
                                                              st.lists(st.floats(), max_size=3), structures)),
          lambda a: accepts(lambda: Tree.from_parents(*a), ("parent", "label")))
+
+
+def test_fuzz_tree_constructor_positions_and_limits(fuzz):
+    "The constructor with any labels and arrays; positions, batches and read_yaml with any limits."
+    from treepe_nb.trees import batch_positions, read_yaml
+    def check(a):
+        labels, parent, slot, order, max_depth, overflow, max_nodes = a
+        t = accepts(lambda: Tree(labels, parent, slot), ("parent", "slot", "label", "node", "labels"))
+        if t is not None:
+            accepts(lambda: t.positions(order, max_depth, overflow), ("order", "max_depth", "overflow", "depth"))
+            accepts(lambda: batch_positions([t, t], order, max_depth, overflow), ("order", "max_depth", "overflow", "depth"))
+        accepts(lambda: read_yaml("a: [1, {b: 2}]", max_nodes=max_nodes, max_nesting=max_nodes), ("max_nodes", "max_nesting"))
+    arrays = st.one_of(st.lists(st.integers(-2, 4), max_size=5), st.lists(st.floats(), max_size=3), structures)
+    fuzz(st.tuples(st.lists(st.one_of(labels, structures), max_size=5), arrays, arrays,
+                   st.sampled_from(["dfs", "bfs", "x", None]), st.one_of(st.none(), sizes),
+                   st.sampled_from(["raise", "truncate", "keep_last", "clamp"]), sizes), check)
 
 
 def test_fuzz_yaml_readers(fuzz):

@@ -6,28 +6,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
+from strategies import cuda, nested_trees
 from treepe_nb.trees import Tree, TreePositions, batch_positions, collate_positions
-
-labels = st.one_of(st.integers(-5, 5), st.text(max_size=4))
-
-
-@st.composite
-def nested_trees(draw, max_nodes=40, max_children=5):
-    "Random nested (label, [children]) trees, built breadth-first with an explicit budget."
-    budget = draw(st.integers(1, max_nodes))
-    root = [draw(labels), []]
-    frontier, made = deque([root]), 1
-    while frontier and made < budget:
-        node = frontier.popleft()
-        for _ in range(draw(st.integers(0, min(max_children, budget - made)))):
-            child = [draw(labels), []]
-            node[1].append(child); frontier.append(child); made += 1
-
-    def freeze(node):  # tiny trees only: recursion is fine in a test helper
-        label, kids = node
-        return (label, [freeze(k) for k in kids]) if kids else label
-    return freeze(root)
-
 
 def naive_paths(tree):
     "Root path of every node by walking up parents one node at a time."
@@ -125,8 +105,12 @@ def test_validation_rejects_non_preorder():
 def test_positions_move_to_a_device():
     pos = Tree.from_sexpr("(a b (c d))").positions()
     assert isinstance(pos.to("cpu"), TreePositions) and pos.to("cpu") == pos
-    if torch.cuda.is_available():
-        assert pos.to("cuda").paths.device.type == "cuda"
+
+
+@cuda
+def test_positions_move_to_cuda():
+    pos = Tree.from_sexpr("(a b (c d))").positions()
+    assert pos.to("cuda").paths.device.type == "cuda" and pos.to("cuda").to("cpu") == pos
 
 
 # ---- hardening: each of these was accepted silently, crashed with a raw error, or ran for minutes before ----
