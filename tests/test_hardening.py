@@ -119,7 +119,7 @@ CASES = {
     "python_functions deep nesting": (lambda: python_functions("def f():\n x = " + "-" * 1_000_000 + "1"),
                                       ValueError, "nested too deeply"),
     "yaml_nodes !!set key": (lambda: yaml_nodes("!!set : 1"), ValueError, "builds a set"),
-    "CoNLL-U missing column": (lambda: Tree.from_conllu("1\tThe\tthe\n"), ValueError, "has no head column"),
+    "CoNLL-U missing column": (lambda: Tree.from_conllu("1\tThe\tthe\tDET\tDT\t_\t0\n"), ValueError, "has no deprel column"),
     "from_yaml None": (lambda: Tree.from_yaml(None), TypeError, "expected YAML text"),
     "stack_encode float depth": (lambda: stack_encode(TreePositions(torch.zeros(2, 3, **LONG), torch.zeros(2)), 2, 4),
                                  TypeError, "depth must hold integers"),

@@ -687,6 +687,7 @@ def from_parents(cls:Tree, labels:Sequence[Hashable], # one label per node, in a
     return cls([labels[v] for v in order], np.where(old_parent < 0, -1, new[old_parent.clip(0)]), slots, validate=False)
 
 _CONLLU_LABELS = ("form", "lemma", "upos", "xpos", "deprel")
+_CONLLU_FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
 
 @patch(cls_method=True)
 def from_conllu(cls:Tree, text:str, # CoNLL-U text, one or more sentences
@@ -700,7 +701,7 @@ def from_conllu(cls:Tree, text:str, # CoNLL-U text, one or more sentences
     except conllu.exceptions.ParseException as e: raise ValueError(f"invalid CoNLL-U: {e}") from None
     trees = []
     for n, sent in enumerate(sentences):
-        missing = [(w.get("id"), c) for w in sent for c in ("id", "form", "head", label) if c not in w]
+        missing = [(w.get("id"), c) for w in sent for c in _CONLLU_FIELDS if c not in w]
         if missing: raise ValueError(f"sentence {n}: a word ({missing[0][0]!r}) has no {missing[0][1]} column; "
                                      f"CoNLL-U lines have 10 tab-separated columns")
         words = [w for w in sent if isinstance(w["id"], int)]
