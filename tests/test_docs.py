@@ -213,8 +213,9 @@ def test_site_has_one_page_per_notebook(site):
 
 def test_search_finds_lcrs(page, site):
     _open(page, site + "search.html?q=LCRS")
-    page.wait_for_function("""() => document.querySelector('#search-results ul.search li')
-        || /did not match/.test(document.querySelector('#search-results')?.textContent || '')""")
+    # Sphinx adds the hits one by one and then writes its summary: wait for the summary, not the first hit
+    page.wait_for_function("""() => /found|did not match/.test(
+        document.querySelector('#search-results .search-summary')?.textContent || '')""")
     hits = page.evaluate("() => Array.from(document.querySelectorAll('#search-results ul.search li a'))"
                          ".map(a => a.getAttribute('href'))")
     assert hits, 'searching for "LCRS" found nothing'

@@ -12,7 +12,8 @@ import numpy as np
 import torch
 from torch import nn, Tensor
 from .sequence import sinusoidal
-from .trees import NodeKind, TreePositions, YamlTree, check_overflow, collate_positions, read_yaml, _chain, _first, _limit
+from .trees import TreePositions, check_overflow, collate_positions, _first, _limit
+from .readers import NodeKind, YamlTree, read_yaml, _chain
 
 # %% auto #0
 __all__ = ['YamlNode', 'yaml_documents', 'yaml_nodes', 'AdditiveTreePE', 'YamlInputs', 'YamlVocab']
@@ -57,13 +58,13 @@ def _records(y:YamlTree|None) -> list[YamlNode]:
                      y.columns[i], y.links[i]) for i, (k, v) in enumerate(zip(y.kinds.tolist(), y.values))]
 
 def yaml_documents(text:str|bytes, # a YAML stream
-                   max_nodes:int=1_000_000, # limit per document, as in `trees.read_yaml`
+                   max_nodes:int=1_000_000, # limit per document, as in `readers.read_yaml`
                   ) -> list[list[YamlNode]]: # one list per document; an empty document gives an empty list
     "The tokens of every document of a stream, as records: `read_yaml(text, note=True)` with coordinates spelled out."
     return [_records(y) for y in read_yaml(text, note=True, max_nodes=max_nodes)]
 
 def yaml_nodes(text:str|bytes, # a YAML document, or a stream of documents separated by `---`
-               max_nodes:int=1_000_000, # limit per document, as in `trees.read_yaml`
+               max_nodes:int=1_000_000, # limit per document, as in `readers.read_yaml`
               ) -> list[YamlNode]: # the tokens of every document in order
     "`yaml_documents` flattened into one list."
     return [n for d in yaml_documents(text, max_nodes) for n in d]
