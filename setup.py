@@ -43,5 +43,6 @@ setuptools.setup(
     install_requires=requirements,
     extras_require={"dev": dev_requirements},
     zip_safe=False,
-    entry_points={"nbdev": [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
+    entry_points={"nbdev": [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"],
+                  "console_scripts": cfg.get("console_scripts", "").split()},
 )

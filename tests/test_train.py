@@ -1,0 +1,111 @@
+"""Training and evaluation: a tiny model learns tree-copy, resuming is exact, two `torchrun` processes follow one, and
+the command line works end to end. Small models and few steps: the module takes about a minute on 2 cores."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from treepe_nb.train import TrainConfig, config_from_args, eval_cli, load_checkpoint, read_metrics, train, train_cli
+
+SMALL = dict(sizes=(512, 32, 32), task_options={"depth_mean": 3.0, "depth_std": 0.3}, eval_examples=0)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    "Models this small train fastest on one thread, and the results do not depend on the thread count."
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def losses(run):
+    return [r["loss"] for r in read_metrics(run)[0]]
+
+
+def test_tiny_model_learns_tree_copy_exactly(tmp_path):
+    summary = train(TrainConfig(**SMALL, pe="stack", steps=150, warmup=30, eval_every=0, out=str(tmp_path)), progress=False)
+    assert summary["dev"]["decoded"] == 32
+    assert summary["dev"]["exact_match"] == 1.0, summary
+
+
+def test_resume_equals_uninterrupted(tmp_path):
+    cfg = dict(sizes=(96, 8, 8), steps=30, eval_every=10, eval_examples=2, dropout=0.1, d_model=32, batch_size=16)
+    train(TrainConfig(**cfg, out=str(tmp_path / "whole")), progress=False)
+    part = tmp_path / "part"
+    train(TrainConfig(**cfg, out=str(part)), progress=False, stop_at=17)        # stopped between evaluations
+    assert load_checkpoint(part / "last.pt")["step"] == 17
+    train(TrainConfig(**cfg, out=str(part)), progress=False, resume=True)
+    assert losses(part) == losses(tmp_path / "whole")
+    assert read_metrics(part)[1] == read_metrics(tmp_path / "whole")[1]
+
+
+def test_two_processes_follow_one(tmp_path):
+    args = ["--sizes", "64", "8", "8", "--steps", "6", "--batch-size", "16", "--d-model", "32", "--dropout", "0",
+            "--eval-every", "0", "--eval-examples", "2", "--no-progress", "--device", "cpu", "--threads", "1"]
+    script = tmp_path / "train_script.py"
+    script.write_text("from treepe_nb.train import train_cli\ntrain_cli()\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, str(script), *args, "--out", str(tmp_path / "one")], check=True, env=env,
+                   capture_output=True, text=True)
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                          str(script), *args, "--out", str(tmp_path / "two")], env=env, capture_output=True, text=True)
+    assert two.returncode == 0, two.stderr[-3000:]
+    one_l, two_l = losses(tmp_path / "one"), losses(tmp_path / "two")
+    assert len(one_l) == len(two_l) == 6
+    assert max(abs(a - b) / a for a, b in zip(one_l, two_l)) < 1e-5, (one_l, two_l)
+
+
+def test_command_line_end_to_end(tmp_path):
+    for cmd in ("treepe-train", "treepe-eval"):
+        exe = shutil.which(cmd)
+        assert exe, f"{cmd} is not installed (pip install -e .)"
+        assert "usage: " + cmd in subprocess.run([exe, "--help"], capture_output=True, text=True, check=True).stdout
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("task: seq-reverse\npe: rotary\nsizes: [64, 8, 8]\nsteps: 200\n")
+    run = tmp_path / "run"
+    out = subprocess.run([shutil.which("treepe-train"), "--config", str(cfg), "--steps", "4", "--d-model", "16",
+                          "--task-option", "length_mean=6", "--task-option", "length_std=1", "--eval-examples", "2",
+                          "--out", str(run)], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out)["step"] == 4                                          # the command line beat the file
+    stored = load_checkpoint(run)["config"]
+    assert (stored["task"], stored["pe"], stored["d_model"], stored["task_options"]) == \
+        ("seq-reverse", "rotary", 16, {"length_mean": 6, "length_std": 1})
+    res = subprocess.run([shutil.which("treepe-eval"), str(run), "--split", "test", "--device", "cpu"],
+                         capture_output=True, text=True, check=True)
+    printed = json.loads(res.stdout)
+    assert printed == json.loads((run / "eval_test.json").read_text())
+    assert set(printed) >= {"perplexity", "token_accuracy", "exact_match"} and printed["decoded"] == 8
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--task", "tree-copi"], "invalid choice: 'tree-copi'"),
+    (["--pe", "tree"], "invalid choice: 'tree'"),
+    (["--task", "seq-copy", "--pe", "ape-tree", "--steps", "1"], "which 'ape-tree' cannot encode"),
+    (["--steps", "0"], "steps must be >= 1"),
+    (["--task-option", "depth_mean"], "expected KEY=VALUE"),
+])
+def test_command_line_errors_name_the_option(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as e: train_cli([*argv, "--out", str(tmp_path / "r"), "--sizes", "8", "4", "4"])
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_eval_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit): eval_cli([str(tmp_path)])
+    assert "is not a run folder" in capsys.readouterr().err
+    (tmp_path / "config.yaml").write_text("task: tree-copy\n")
+    (tmp_path / "best.pt").write_bytes(b"\0" * 10)
+    with pytest.raises(SystemExit): eval_cli([str(tmp_path)])
+    assert "corrupt or not a treepe_nb checkpoint" in capsys.readouterr().err
+
+
+def test_config_file_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tsk: tree-copy\n")
+    with pytest.raises(SystemExit): config_from_args(["--config", str(bad)])
+    with pytest.raises(SystemExit): config_from_args(["--config", str(tmp_path / "missing.yaml")])
