@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from treepe_nb.attention import (ENCODINGS, KVCache, MultiHeadAttention, PositionEncoding, PreparedPositions,
                                  attention_mask, check_encoding, position_distance, positions_modality)
 from treepe_nb.sequence import relative_attention
-from treepe_nb.trees import TreePositions, batch_positions
+from treepe_nb.trees import Tree, TreePositions, batch_positions
 
 from strategies import cuda, random_trees
 
@@ -161,3 +161,46 @@ def test_cuda_matches_cpu():
             enc, att = enc.cuda(), att.cuda()
             got = att(*enc(x.cuda(), pos.to("cuda"), pos.mask.cuda()), pos.mask.cuda())
         torch.testing.assert_close(got.cpu()[pos.mask], ref[pos.mask], atol=1e-4, rtol=1e-4)
+
+
+@settings(max_examples=10, deadline=None)
+@given(rows=st.integers(1, 4), cols=st.integers(1, 4), batch=st.integers(1, 2), decay=st.sampled_from([None, 0.9]),
+       seed=st.integers(0, 1000))
+def test_grid_cache_equals_full_forward(rows, cols, batch, decay, seed):
+    "ape-grid, the one encoding the tree tests leave out: token by token through the cache = the full causal forward."
+    torch.manual_seed(seed)
+    g = torch.stack(torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij"), -1).reshape(1, -1, 2)
+    g = (g + torch.randint(0, 5, (batch, 1, 2))).contiguous()                  # each row of the batch somewhere else
+    L = rows * cols
+    mask = torch.ones(batch, L, dtype=torch.bool)
+    enc, att = PositionEncoding("ape-grid", D, H), MultiHeadAttention(D, H, decay=decay)
+    x = torch.randn(batch, L, D)
+    with torch.no_grad():
+        y, prep = enc(x, g, mask)
+        full = att(y, prep, mask, causal=True)
+        cache, keys, outs = KVCache(), None, []
+        for t in range(L):
+            yt, p = enc(x[:, t:t + 1], g[:, t:t + 1], mask[:, t:t + 1], offset=t)
+            keys = p if keys is None else keys.cat(p)
+            outs.append(att(yt, p, mask[:, :t + 1], causal=True, cache=cache, key_positions=keys))
+    torch.testing.assert_close(torch.cat(outs, 1), full, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("decay", [None, 0.98])
+def test_fused_kernel_for_every_family_but_shaw(decay):
+    """`scaled_dot_product_attention` runs for every encoding; only Shaw's relative terms (the value term needs the
+    weights) and the multiplicative decay take the explicit path."""
+    from unittest import mock
+    torch.manual_seed(0)
+    tree_pos = batch_positions([Tree.from_sexpr("(a (b c) (d e f))")], max_depth=4)
+    grid_pos = torch.stack([torch.arange(6) // 3, torch.arange(6) % 3], -1)[None]
+    mask = torch.ones(1, 6, dtype=torch.bool)
+    x = torch.randn(1, 6, D)
+    for name, (family, reads) in ENCODINGS.items():
+        enc = PositionEncoding(name, D, H, max_depth=4)
+        att = MultiHeadAttention(D, H, max_distance=2 if family == "relative" else None, decay=decay)
+        with mock.patch.object(torch.nn.functional, "scaled_dot_product_attention",
+                               wraps=torch.nn.functional.scaled_dot_product_attention) as sdpa, torch.no_grad():
+            att(*enc(x, grid_pos if name == "ape-grid" else tree_pos, mask), mask, causal=True)
+        explicit = family == "relative" or decay is not None
+        assert sdpa.call_count == (0 if explicit else 1), (name, decay, sdpa.call_count)

@@ -204,3 +204,64 @@ def test_torch_compile(request):
         got = compiled(ids, pos, inp, tpos)
         torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)
         got.float().sum().backward()
+
+
+def test_grid_targets_cache_equals_full_forward():
+    "A decoder with `ape-grid` (grid positions [B, T, 2]): the cached steps give the full forward's logits."
+    torch.manual_seed(0)
+    m = Transformer(TransformerConfig(src_vocab=10, tgt_vocab=10, d_model=16, num_heads=2, dropout=0.0, src_pe="ape-grid",
+                                      tgt_pe="ape-grid", decay=0.98)).eval()
+    grid = torch.stack(torch.meshgrid(torch.arange(3), torch.arange(4), indexing="ij"), -1).reshape(1, 12, 2)
+    src = torch.randint(3, 10, (2, 12))
+    tgt = torch.cat([torch.ones(2, 1, dtype=torch.long), torch.randint(3, 10, (2, 11))], 1); tgt[1, 8:] = 0
+    pos = grid.expand(2, 12, 2).clone()
+    with torch.no_grad():
+        full = m(src, pos, tgt, pos)
+        state = m.start_decoding(*m.encode(src, pos))
+        steps = torch.stack([m.decode_step(state, tgt[:, t], pos[:, t]) for t in range(12)], 1)
+    torch.testing.assert_close(steps[tgt != 0], full[tgt != 0], atol=1e-5, rtol=0)
+
+
+def favour_big_arity(m, vocab, bonus=20.0):
+    "Push the output layer towards the tokens with the most children, so trees grow until the tracker stops them."
+    bias = bonus * (vocab.arity == vocab.arity.max()).float()
+    return m.generator.register_forward_hook(lambda mod, args, out: out + bias.to(out.dtype))
+
+
+@pytest.mark.parametrize("order", ["dfs", "bfs"])
+@pytest.mark.parametrize("beam", [None, 3])
+def test_generated_trees_stay_within_max_depth_and_budget(order, beam):
+    """With an output layer that always prefers binary nodes, only the tracker's masks end a tree: every output is
+    the full binary tree of depth max_depth (when the budget allows), or a tree of exactly max_nodes nodes."""
+    trees = [Tree.from_sexpr("(a (b c d) e)"), Tree.from_sexpr("(a c)"), Tree.from_sexpr("(b (a d e) (a c d))")]
+    vocab = ArityVocab.from_trees(trees, n=2)
+    for max_depth, max_nodes in ((2, 40), (3, 40), (5, 9)):
+        torch.manual_seed(0)
+        m = Transformer(TransformerConfig(len(vocab), len(vocab), d_model=16, num_heads=2, dropout=0.0, src_pe="ape-tree",
+                                          tgt_pe="ape-tree", max_depth=max_depth)).eval()
+        src = encoder_batch(trees, vocab, "bfs", max_depth)
+        hook = favour_big_arity(m, vocab)
+        try: out = m.generate(*src, vocab, order, beam=beam, max_nodes=max_nodes)
+        finally: hook.remove()
+        full = 2 ** (max_depth + 1) - 1
+        for t in out:
+            assert isinstance(t, Tree) and int(t.depth.max()) <= max_depth and len(t) <= max_nodes
+            vocab.encode(t)                                                          # complete and legal
+            assert len(t) == min(full, max_nodes if max_nodes % 2 else max_nodes - 1)  # binary trees have odd sizes
+
+
+@pytest.mark.parametrize("pe", ["ape-tree", "relative", "sinusoidal"])
+@settings(max_examples=3, deadline=None)
+@given(trees=st.lists(random_trees(max_nodes=10, labels=LABELS), min_size=2, max_size=4), seed=st.integers(0, 100),
+       beam=st.sampled_from([None, 2]))
+def test_batched_generation_equals_one_at_a_time(pe, trees, seed, beam):
+    "Per-sequence stopping: an input decodes the same alone as in a batch whose other inputs stop earlier or later."
+    vocab = ArityVocab.from_trees(trees, n=3)
+    (ids, pos), _ = batch(trees, vocab)
+    m = tree_model(pe, pe, vocab, dtype=torch.float32, seed=seed)
+    together = m.generate(ids, pos, vocab, "dfs", beam=beam, max_nodes=15, return_all=True)
+    for b, t in enumerate(trees):
+        (i1, p1), _ = batch([t], vocab)
+        alone = m.generate(i1, p1, vocab, "dfs", beam=beam, max_nodes=15, return_all=True)[0]
+        assert [o for o, _ in alone] == [o for o, _ in together[b]]
+        for (_, s1), (_, s2) in zip(alone, together[b]): assert abs(s1 - s2) < 1e-4

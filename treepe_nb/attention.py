@@ -291,6 +291,7 @@ class MultiHeadAttention(nn.Module):
                 key_positions:PreparedPositions|None=None, # positions of all keys when a cache holds some (Shaw, decay)
                 need_weights:bool=False, # also return the attention weights `[B, H, Lq, Lk]`
                ) -> Tensor: # `[B, Lq, d_model]` (and the weights)
+        "Attend from `x` to itself (causally, with the cache) or to `memory`; the fused kernel unless Shaw's terms, decay or weights are asked for."
         H, D = self.num_heads, self.head_dim
         B, Lq, _ = x.shape
         q = self.q(x).unflatten(-1, (H, D)).transpose(1, 2)                         # [B, H, Lq, D]

@@ -79,6 +79,7 @@ class EncoderLayer(nn.Module):
         x = x + self.drop(self.attn(self.norm1(x), positions, mask))
         return x + self.drop(self.ff(self.norm2(x)))
 
+# %% ../nbs/07_model.ipynb #e0de1bfe
 class DecoderLayer(nn.Module):
     "Pre-LN decoder layer: causal self-attention with the target positions, cross-attention, feed-forward."
     def __init__(self, cfg:TransformerConfig):
@@ -203,6 +204,7 @@ def encoder_batch(sources:Sequence, # `Tree`s (with `vocab`) or lists of token i
     if vocab is None: positions = torch.arange(ids.shape[1]).expand_as(ids).clone()
     return ids, positions
 
+# %% ../nbs/07_model.ipynb #77f5d863
 def decoder_batch(targets:Sequence, # `Tree`s (with `vocab`) or lists of token ids (with 0, 1, 2 reserved)
                   vocab:ArityVocab|None=None, # the vocabulary of tree targets
                   order:str="dfs", # the generation order of trees
@@ -239,6 +241,7 @@ class DecoderState:
         self.key_mask = self.key_mask.index_select(0, index)
         if self.key_positions is not None: self.key_positions = self.key_positions.select(index)
 
+# %% ../nbs/07_model.ipynb #bf24e402
 @patch
 def start_decoding(self:Transformer, memory:Tensor, # `[B, S, d_model]` from `encode`
                    memory_mask:Tensor, # `[B, S]`
@@ -248,6 +251,7 @@ def start_decoding(self:Transformer, memory:Tensor, # `[B, S, d_model]` from `en
     keep = self.cfg.tgt_pe == "relative" or self.cfg.decay is not None
     return DecoderState(memory, memory_mask, [(KVCache(), KVCache(static=True)) for _ in self.decoder], keep_positions=keep)
 
+# %% ../nbs/07_model.ipynb #7df3d2fa
 @patch
 def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the token each row feeds now
                 positions, # its position: LongTensor `[B]` (sequence), `[B, axes]` (grid) or TreePositions `[B, K]`
