@@ -315,6 +315,8 @@ def test_yaml_keys_masks_and_targets(target):
             if target == "trigram": want = f"{NodeKind(int(e.kinds[i])).name}::{want}"
             got = task.tgt_vocab.decode([e.tgt_ids[i]])[0]
             assert got == want or got == "<unk>"
+    st = task.stats()["train"]                                       # "target length" = labelled tokens
+    assert st["tgt_len_max"] == max(int((e.tgt_ids != -100).sum()) for e in task.train) >= 1
     b = task.collate(list(task.train)[:5])
     for i, e in enumerate(list(task.train)[:5]):
         order = e.src.order("dfs"); n = len(e.src)

@@ -536,13 +536,18 @@ def _size_depth(x) -> tuple[int, int]:
     if x is None: return 0, -1
     return (len(x), int(x.depth.max())) if isinstance(x, Tree) else (len(x), -1)
 
+def _target_sizes(task, data) -> np.ndarray:
+    "`[N, 2]` target length and depth; for a token-labelling task the number of labelled tokens (depth -1)."
+    if task.target == "labels": return np.array([[int((e.tgt_ids != -100).sum()), -1] for e in data]).reshape(-1, 2)
+    return np.array([_size_depth(e.tgt) for e in data]).reshape(-1, 2)
+
 @patch
 def stats(self:Task) -> dict[str, dict]:
-    "Per split: examples, mean and largest source / target length, largest source / target depth (-1: no tree)."
+    "Per split: examples, mean and largest source / target length (labelled tokens for yaml-keys), largest source / target depth (-1: no tree)."
     out = {}
     for split, data in self.splits.items():
         s = np.array([_size_depth(e.src) for e in data]).reshape(-1, 2)
-        t = np.array([_size_depth(e.tgt) for e in data]).reshape(-1, 2)
+        t = _target_sizes(self, data)
         out[split] = dict(examples=len(data), src_len_mean=round(float(s[:, 0].mean()), 1), src_len_max=int(s[:, 0].max()),
                           tgt_len_mean=round(float(t[:, 0].mean()), 1), tgt_len_max=int(t[:, 0].max()),
                           src_depth_max=int(s[:, 1].max()), tgt_depth_max=int(t[:, 1].max()))
@@ -564,10 +569,10 @@ def plot_stats(self:Task, split:str="train", # which split
     import matplotlib.pyplot as plt
     if axes is None: _, axes = plt.subplots(1, 3, figsize=(12, 2.6))
     data = self.splits[split]
-    sd = np.array([_size_depth(e.src) for e in data]); td = np.array([_size_depth(e.tgt) for e in data]).reshape(-1, 2)
+    sd = np.array([_size_depth(e.src) for e in data]); td = _target_sizes(self, data)
     axes[0].hist(sd[:, 0], bins=30, color="tab:blue"); axes[0].set_title(f"{self.name}: source length")
-    if self.target != "labels": axes[1].hist(td[:, 0], bins=30, color="tab:orange")
-    axes[1].set_title("target length")
+    axes[1].hist(td[:, 0], bins=30, color="tab:orange")
+    axes[1].set_title("labelled tokens" if self.target == "labels" else "target length")
     for x, lab in ((sd[:, 1], "source"), (td[:, 1], "target")):
         if (x >= 0).any(): axes[2].hist(x[x >= 0], bins=np.arange(x.max() + 2) - 0.5, alpha=0.6, label=lab)
     axes[2].set_title("tree depth"); axes[2].legend(fontsize=8)
