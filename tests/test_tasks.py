@@ -1,5 +1,9 @@
 """Property tests for `treepe_nb.tasks`: the tree tasks' semantics against independent recursive definitions,
 determinism, and the collate conventions."""
+import ast
+import hashlib
+from collections import Counter
+
 import numpy as np
 import pytest
 import torch
@@ -175,3 +179,146 @@ def test_arity_ids_unknown_fallback():
 def test_tree_depths_distribution():
     d = tree_depths(task_rng(0), 20000)
     assert abs(d.mean() - 6.5) < 0.1 and d.min() >= 1
+
+
+# ---- the specification's numbers (REFERENCE: Kogkalidis et al. 2024, Table 2) ----
+
+def test_sequence_task_spec():
+    task = make_task("seq-copy", sizes=(3000, 1, 1))
+    assert task.src_vocab.tokens == list(range(1, 21)) and len(task.src_vocab) == 24        # 20 tokens + 4 specials
+    lengths = np.array([len(e.src) for e in task.train])
+    assert abs(lengths.mean() - 100) < 1 and 8 < lengths.std() < 12
+    assert all(e.src.min() >= 1 and e.src.max() <= 20 for e in task.train)
+    rev = make_task("seq-reverse", sizes=(5, 1, 1), length_mean=9)
+    assert all(np.array_equal(e.tgt, e.src[::-1]) for e in rev.train)
+    assert len(make_task("seq-repeat").train) == 6000                                      # default splits
+
+
+def test_tree_task_depths_and_labels():
+    task = make_task("tree-copy", sizes=(2000, 1, 1))
+    d = np.array([int(e.src.depth.max()) for e in task.train])
+    assert abs(d.mean() - 6.5) < 0.1 and d.min() >= 1                # E[trunc(N(7, 1))] = 6.5 (truncation, not rounding)
+    for e in list(task.train)[:50]:
+        kids = np.bincount(e.src.parent[1:], minlength=len(e.src))
+        labels = np.array(e.src.labels)
+        assert set(kids.tolist()) <= {0, 2}                                          # full binary
+        assert ((labels[kids == 0] >= 1) & (labels[kids == 0] <= 10)).all()           # leaves 1..10
+        assert ((labels[kids == 2] >= 11) & (labels[kids == 2] <= 20)).all()          # operators 11..20
+
+
+def test_tree_ops_tokens_and_pointer():
+    task = make_task("tree-ops", sizes=(300, 1, 1))
+    assert len(task.src_vocab) == 4 + 127                            # labels 1..127 (+ <pad> = the paper's 128) + specials
+    ops = set()
+    for e in task.train:
+        op, ptr = e.src.labels[0], e.src.labels[1]
+        assert 124 <= op <= 127 and e.src.parent[1] == 0 and e.src.slot[1] == 0 and e.src.parent[2] == 0
+        body = e.src.labels[2:]
+        assert len(set(body)) == len(body) and all(1 <= l <= 123 for l in body)   # unique labels, none an op token
+        assert ptr in body                                                         # the pointer names one node of x0
+        ops.add(op)
+    assert ops == {124, 125, 126, 127}
+
+
+def test_unknown_setting_names_the_task_settings():
+    with pytest.raises(TypeError, match="tree-copy has no setting 'length_mean'; its settings: depth_mean"):
+        make_task("tree-copy", length_mean=5)
+
+
+def test_collate_refuses_trees_deeper_than_max_depth():
+    task = make_task("tree-copy", sizes=(4, 1, 1), depth_mean=5)
+    with pytest.raises(ValueError, match="> max_depth=2"):
+        Collator("tree", "tree", max_depth=2)(list(task.train))
+
+
+def test_collator_pickles_for_dataloader_workers():
+    import pickle
+    task = make_task("tree-c3", sizes=(3, 1, 1), depth_mean=3)
+    c = pickle.loads(pickle.dumps(task.collate))
+    assert c == task.collate and torch.equal(c(list(task.train)).tgt_ids, task.collate(list(task.train)).tgt_ids)
+
+
+# ---- same seed, same data on any machine: fingerprints recorded once (numpy's PCG64 stream, CRC-32, SHA-256) ----
+
+def _fingerprint(task):
+    h = hashlib.sha256()
+    for split in task.splits.values():
+        for e in split:
+            h.update(np.asarray(e.src_ids, dtype="<i8").tobytes()); h.update(b"|")
+            h.update(np.asarray(e.tgt_ids, dtype="<i8").tobytes()); h.update(b";")
+    return h.hexdigest()[:16]
+
+FINGERPRINTS = {    # recorded once (numpy 2, x86-64 Linux); a change means the data changed for every user
+    "seq-copy": "003a469a0f963df4", "seq-reverse": "6b3f24cb6109b516", "seq-repeat": "828496255e50ea9c",
+    "tree-copy": "e7fed69051c33233", "tree-rotate": "294df210efef4365", "tree-c3": "aedc028d801e0dc5",
+    "tree-ops": "0ca18da92d39e1ce", "yaml-keys": "1de46965a753bbf9"}
+
+
+@pytest.mark.parametrize("name", ["seq-copy", "seq-reverse", "seq-repeat", "tree-copy", "tree-rotate", "tree-c3", "tree-ops"])
+def test_data_fingerprint_is_stable(name):
+    kw = dict(length_mean=12, length_std=3) if name.startswith("seq-") else dict(depth_mean=5)
+    assert _fingerprint(make_task(name, seed=7, sizes=(20, 5, 5), **kw)) == FINGERPRINTS[name]
+
+
+def test_yaml_keys_fingerprint_is_stable():
+    assert _fingerprint(make_task("yaml-keys")) == FINGERPRINTS["yaml-keys"]
+
+
+# ---- the real tasks ----
+
+def test_py_docstring2ast_split_by_module_and_policies():
+    import hashlib as _h, sysconfig
+    from pathlib import Path
+    from treepe_nb.tasks import ast_leaf_classes, docstring_tokens
+    root = Path(sysconfig.get_paths()["stdlib"])
+    modules = sorted(p.relative_to(root).as_posix() for p in (root / "json").glob("*.py")) + \
+              sorted(p.relative_to(root).as_posix() for p in (root / "email").glob("*.py"))
+    task = make_task("py-docstring2ast", sizes=(60, 20, 20), modules=modules, min_count=2, max_nodes=200)
+    frac = np.cumsum([60, 20, 20]) / 100
+    PLACEHOLDERS = ("<name>", "<str>", "<num>", "<bytes>", "<const>")
+    train_counts = Counter(l for e in task.train for l, c in zip(e.tgt.unlcrs().labels, ast_leaf_classes(e.tgt.unlcrs()))
+                           if c is not None)
+    seen = [set(), set(), set()]
+    for k, split in enumerate(task.splits.values()):
+        assert len(split) <= (60, 20, 20)[k]
+        for e in split:
+            m = e.meta["module"]; seen[k].add(m)
+            u = int.from_bytes(_h.sha256(m.encode()).digest()[:8], "big") / 2 ** 64
+            assert int(np.searchsorted(frac, u, side="right")) == k                # the split is the module's hash
+            assert list(e.src) == docstring_tokens(e.meta["doc"]) and 1 <= len(e.src) <= 48
+            body = e.tgt.unlcrs()
+            assert len(body) <= 200 and body.labels[0] == "Module"
+            assert int(e.tgt.depth.max()) <= task.max_depth
+            for label, cls in zip(body.labels, ast_leaf_classes(body)):             # a leaf is its text or a placeholder
+                if cls is None or label in PLACEHOLDERS: continue
+                assert train_counts[label] >= 2                                     # kept only if seen min_count times
+                if cls != "name": assert label == "Ellipsis" or ast.literal_eval(label) is not None or label == "None"
+    assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])
+    ids = [int(i) for e in task.train for i in e.tgt_ids]
+    assert all(task.tgt_vocab.name(i).split("/")[0] != "<unk>" for i in ids)       # train itself has no unknowns
+
+
+@pytest.mark.parametrize("target", ["bigram", "trigram"])
+def test_yaml_keys_masks_and_targets(target):
+    from treepe_nb.trees import NodeKind
+    task = make_task("yaml-keys", target=target, sizes=(60, 20, 20))
+    mask_id = int(task.src_vocab.encode(["<mask>"])[0])
+    files = [{e.meta["file"] for e in s} for s in task.splits.values()]
+    assert not (files[0] & files[1] or files[0] & files[2] or files[1] & files[2])   # one file, one split
+    keys = {int(NodeKind.KEY), int(NodeKind.LIST_KEY)}
+    for e in task.train:
+        t, masked = e.src, np.flatnonzero(e.src_ids == mask_id)
+        assert len(masked) >= 1 and np.array_equal(masked, np.flatnonzero(e.tgt_ids != -100))
+        for i in masked:
+            assert int(e.kinds[i]) in keys and i > 0
+            want = f"{t.labels[t.parent[i]]}::{t.labels[i]}"
+            if target == "trigram": want = f"{NodeKind(int(e.kinds[i])).name}::{want}"
+            got = task.tgt_vocab.decode([e.tgt_ids[i]])[0]
+            assert got == want or got == "<unk>"
+    st = task.stats()["train"]                                       # "target length" = labelled tokens
+    assert st["tgt_len_max"] == max(int((e.tgt_ids != -100).sum()) for e in task.train) >= 1
+    b = task.collate(list(task.train)[:5])
+    for i, e in enumerate(list(task.train)[:5]):
+        order = e.src.order("dfs"); n = len(e.src)
+        assert torch.equal(b.src_kinds[i, :n], torch.from_numpy(e.kinds[order]))
+        assert torch.equal(b.labels[i, :n], torch.from_numpy(e.tgt_ids[order]))

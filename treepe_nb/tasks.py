@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_tasks.ipynb #6918c244
 from __future__ import annotations
-import ast, hashlib, re, shutil, subprocess, sys, sysconfig, tarfile, tempfile, zipfile, zlib
+import ast, hashlib, inspect, re, shutil, subprocess, sys, sysconfig, tarfile, tempfile, zipfile, zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -430,6 +430,9 @@ def make_task(name:str, # one of `TASKS`: seq-copy, seq-reverse, seq-repeat, tre
              ) -> Task:
     "Build a task's splits and vocabularies, deterministically from `seed`."
     if name not in TASKS: raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}")
+    settings = [p for p in inspect.signature(TASKS[name]).parameters if p not in ("seed", "sizes", "order")]
+    unknown = sorted(set(task_kwargs) - set(settings))
+    if unknown: raise TypeError(f"{name} has no setting {unknown[0]!r}; its settings: {', '.join(settings)}")
     sizes = tuple(sizes)
     if len(sizes) != 3 or any(not isinstance(s, (int, np.integer)) or s < 1 for s in sizes):
         raise ValueError(f"sizes must be three positive integers (train, dev, test), got {sizes}")
@@ -533,13 +536,18 @@ def _size_depth(x) -> tuple[int, int]:
     if x is None: return 0, -1
     return (len(x), int(x.depth.max())) if isinstance(x, Tree) else (len(x), -1)
 
+def _target_sizes(task, data) -> np.ndarray:
+    "`[N, 2]` target length and depth; for a token-labelling task the number of labelled tokens (depth -1)."
+    if task.target == "labels": return np.array([[int((e.tgt_ids != -100).sum()), -1] for e in data]).reshape(-1, 2)
+    return np.array([_size_depth(e.tgt) for e in data]).reshape(-1, 2)
+
 @patch
 def stats(self:Task) -> dict[str, dict]:
-    "Per split: examples, mean and largest source / target length, largest source / target depth (-1: no tree)."
+    "Per split: examples, mean and largest source / target length (labelled tokens for yaml-keys), largest source / target depth (-1: no tree)."
     out = {}
     for split, data in self.splits.items():
         s = np.array([_size_depth(e.src) for e in data]).reshape(-1, 2)
-        t = np.array([_size_depth(e.tgt) for e in data]).reshape(-1, 2)
+        t = _target_sizes(self, data)
         out[split] = dict(examples=len(data), src_len_mean=round(float(s[:, 0].mean()), 1), src_len_max=int(s[:, 0].max()),
                           tgt_len_mean=round(float(t[:, 0].mean()), 1), tgt_len_max=int(t[:, 0].max()),
                           src_depth_max=int(s[:, 1].max()), tgt_depth_max=int(t[:, 1].max()))
@@ -561,10 +569,10 @@ def plot_stats(self:Task, split:str="train", # which split
     import matplotlib.pyplot as plt
     if axes is None: _, axes = plt.subplots(1, 3, figsize=(12, 2.6))
     data = self.splits[split]
-    sd = np.array([_size_depth(e.src) for e in data]); td = np.array([_size_depth(e.tgt) for e in data]).reshape(-1, 2)
+    sd = np.array([_size_depth(e.src) for e in data]); td = _target_sizes(self, data)
     axes[0].hist(sd[:, 0], bins=30, color="tab:blue"); axes[0].set_title(f"{self.name}: source length")
-    if self.target != "labels": axes[1].hist(td[:, 0], bins=30, color="tab:orange")
-    axes[1].set_title("target length")
+    axes[1].hist(td[:, 0], bins=30, color="tab:orange")
+    axes[1].set_title("labelled tokens" if self.target == "labels" else "target length")
     for x, lab in ((sd[:, 1], "source"), (td[:, 1], "target")):
         if (x >= 0).any(): axes[2].hist(x[x >= 0], bins=np.arange(x.max() + 2) - 0.5, alpha=0.6, label=lab)
     axes[2].set_title("tree depth"); axes[2].legend(fontsize=8)
@@ -690,13 +698,14 @@ def yaml_trees(text:str|bytes, # a YAML stream
     return out
 
 # %% ../nbs/08_tasks.ipynb #b8254471
-YAML_SOURCES = {                   # name: (pip requirement, extra pip arguments, licence)
-    "homeassistant": ("homeassistant==2025.4.4", ["--only-binary", ":all:", "--python-version", "3.13"], "Apache-2.0"),
-    "checkov": ("checkov==3.3.30", ["--only-binary", ":all:"], "Apache-2.0"),
-    "cfn-lint": ("cfn-lint==1.58.0", ["--no-binary", ":all:"], "MIT-0"),
-    "heat-translator": ("heat-translator==3.5.0", ["--no-binary", ":all:"], "Apache-2.0"),
-    "tosca-parser": ("tosca-parser==2.15.0", ["--no-binary", ":all:"], "Apache-2.0"),
-    "openstack-heat": ("openstack-heat==27.0.1", ["--no-binary", ":all:"], "Apache-2.0"),
+YAML_SOURCES = {                   # name: (pip requirement, extra pip arguments, licence, regex the kept paths match)
+    "homeassistant": ("homeassistant==2025.4.4", ["--only-binary", ":all:", "--python-version", "3.13"], "Apache-2.0", ""),
+    "checkov": ("checkov==3.3.30", ["--only-binary", ":all:"], "Apache-2.0", ""),
+    "cfn-lint": ("cfn-lint==1.58.0", ["--no-binary", ":all:"], "MIT-0", ""),
+    "heat-translator": ("heat-translator==3.5.0", ["--no-binary", ":all:"], "Apache-2.0", ""),
+    "tosca-parser": ("tosca-parser==2.15.0", ["--no-binary", ":all:"], "Apache-2.0", ""),
+    "openstack-heat": ("openstack-heat==27.0.1", ["--no-binary", ":all:"], "Apache-2.0", ""),
+    "kolla-ansible": ("kolla-ansible==22.2.0", ["--no-binary", ":all:"], "Apache-2.0", r"^[^/]+/ansible/"),  # roles and playbooks, not release notes
 }
 
 def fetch_yaml_corpus(cache_dir:str|Path|None=None, # default: ~/.cache/treepe_nb/yaml
@@ -708,7 +717,9 @@ def fetch_yaml_corpus(cache_dir:str|Path|None=None, # default: ~/.cache/treepe_n
         if name not in YAML_SOURCES: raise ValueError(f"unknown source {name!r}; known: {', '.join(YAML_SOURCES)}")
         dest = cache / name
         if (dest / ".complete").exists(): continue
-        req, args, _ = YAML_SOURCES[name]
+        req, args, _, keep = YAML_SOURCES[name]
+        wanted = lambda m: (m.endswith((".yml", ".yaml")) and re.search(keep, m) is not None
+                            and not m.startswith("/") and ".." not in m.split("/"))      # never write outside `dest`
         with tempfile.TemporaryDirectory() as tmp:
             run = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", tmp, *args, req],
                                  capture_output=True, text=True)
@@ -718,11 +729,11 @@ def fetch_yaml_corpus(cache_dir:str|Path|None=None, # default: ~/.cache/treepe_n
             if archive.suffix in (".whl", ".zip"):
                 with zipfile.ZipFile(archive) as z:
                     for m in z.namelist():
-                        if m.endswith((".yml", ".yaml")): (dest / m).parent.mkdir(parents=True, exist_ok=True); (dest / m).write_bytes(z.read(m))
+                        if wanted(m): (dest / m).parent.mkdir(parents=True, exist_ok=True); (dest / m).write_bytes(z.read(m))
             else:
                 with tarfile.open(archive) as tar:
                     for m in tar.getmembers():
-                        if m.isfile() and m.name.endswith((".yml", ".yaml")):
+                        if m.isfile() and wanted(m.name):
                             (dest / m.name).parent.mkdir(parents=True, exist_ok=True); (dest / m.name).write_bytes(tar.extractfile(m).read())
         (dest / ".complete").write_text(req)
     return cache
@@ -744,7 +755,7 @@ def yaml_corpus(root:str|Path, # a folder of YAML files (searched recursively), 
 
 def sample_yaml_corpus(src:str|Path, # a corpus folder (from `fetch_yaml_corpus`)
                        dest:str|Path, # where the sample goes
-                       max_bytes:int=400_000, # total size of the sample
+                       max_bytes:int=1_000_000, # total size of the sample
                        max_file_bytes:int=6_000, # larger files are not sampled
                        seed:int=0,
                       ) -> int: # number of files written
