@@ -286,22 +286,30 @@ class MultiHeadAttention(nn.Module):
                 positions:PreparedPositions|None=None, # the queries' positions (rotation, Shaw, decay)
                 key_mask:Tensor|None=None, # `[B, Lk]` bool, True at real keys (all keys, cached ones included)
                 causal:bool=False, # hide later keys
-                memory:Tensor|None=None, # `[B, Lk, d_model]`: cross-attention to these (no positions used)
+                memory:Tensor|None=None, # `[B, Lk, d_model]`: cross-attention to these
                 cache:KVCache|None=None, # keys and values of earlier tokens; the new ones are appended
                 key_positions:PreparedPositions|None=None, # positions of all keys when a cache holds some (Shaw, decay)
                 need_weights:bool=False, # also return the attention weights `[B, H, Lq, Lk]`
+                memory_positions:PreparedPositions|None=None, # the memory's, in the space of `positions`: rotate across
                ) -> Tensor: # `[B, Lq, d_model]` (and the weights)
         "Attend from `x` to itself (causally, with the cache) or to `memory`; the fused kernel unless Shaw's terms, decay or weights are asked for."
         H, D = self.num_heads, self.head_dim
         B, Lq, _ = x.shape
         q = self.q(x).unflatten(-1, (H, D)).transpose(1, 2)                         # [B, H, Lq, D]
         self_attn = memory is None
+        across = not self_attn and memory_positions is not None
+        if across and (positions is None or positions.rotation is None or memory_positions.rotation is None):
+            raise ValueError("cross-attention with memory_positions rotates queries and keys: both positions "
+                             "need the maps of one rotation encoding")
         if self_attn or cache is None or cache.length == 0:
             k, v = self.kv(x if self_attn else memory).unflatten(-1, (2, H, D)).permute(2, 0, 3, 1, 4)   # 2 x [B, H, L, D]
             if self_attn and positions is not None and positions.rotation is not None:
                 q, k = positions.rotation.rotate(q, k)                               # queries and keys, never values
+            elif across: q, k = positions.rotation.rotate(q), memory_positions.rotation.rotate(k)
             if cache is not None: k, v = cache.append(k, v)
-        else: k, v = cache.keys()                                                    # cross-attention, computed once
+        else:                                                                        # cross-attention, keys computed once
+            k, v = cache.keys()
+            if across: q = positions.rotation.rotate(q)
         allowed = attention_mask(key_mask, Lq, k.shape[-2], causal, x.device)
         relative = self_attn and self.rel_keys is not None
         decay = self.decay if self_attn else None

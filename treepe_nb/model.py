@@ -43,6 +43,8 @@ class TransformerConfig:
     axes: int = 2                  # coordinates of grid positions (ape-grid)
     max_distance: int = 16         # Shaw's clipping distance (relative)
     decay: float|None = None       # distance decay c**p on self-attention scores (e.g. 0.98); None: off
+    cross_positions: bool|None = None  # rotate cross-attention by both sides' positions (shared maps); None: when
+                                   # both sides use one rotation encoding (rotary, ape-seq, ape-tree, ape-grid)
     tie_embeddings: bool = False   # the output projection shares the target embedding matrix
     num_labels: int|None = None    # per-token encoder head (default: src_vocab for an encoder-only model)
     pad_id: int = 0                # the padding id of both sides
@@ -57,6 +59,11 @@ class TransformerConfig:
         if self.d_model % self.num_heads: raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
         if self.max_depth < 0: raise ValueError(f"max_depth must be >= 0, got {self.max_depth}")
         if not 0 <= self.dropout < 1: raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        same_rotation = self.src_pe == self.tgt_pe and ENCODINGS[self.src_pe][0] == "rotation"
+        if self.cross_positions is None: self.cross_positions = same_rotation and self.tgt_vocab is not None
+        elif self.cross_positions and not same_rotation:
+            raise ValueError(f"cross_positions=True needs one rotation encoding (rotary, ape-seq, ape-tree, ape-grid) on "
+                             f"both sides, got src_pe={self.src_pe!r}, tgt_pe={self.tgt_pe!r}")
 
 # %% ../nbs/07_model.ipynb #a3bee4af
 def _feed_forward(cfg:TransformerConfig) -> nn.Sequential:
@@ -98,10 +105,12 @@ class DecoderLayer(nn.Module):
                 memory_mask:Tensor, # `[B, S]` bool
                 caches:tuple[KVCache, KVCache]|None=None, # self- and cross-attention caches
                 key_positions:PreparedPositions|None=None, # positions of all cached target tokens (Shaw, decay)
+                memory_positions:PreparedPositions|None=None, # the source's, to rotate cross-attention (cross_positions)
                ) -> Tensor:
         own, cross = caches if caches is not None else (None, None)
         x = x + self.drop(self.self_attn(self.norm1(x), positions, mask, causal=True, cache=own, key_positions=key_positions))
-        x = x + self.drop(self.cross_attn(self.norm2(x), key_mask=memory_mask, memory=memory, cache=cross))
+        x = x + self.drop(self.cross_attn(self.norm2(x), positions if memory_positions is not None else None,
+                                          memory_mask, memory=memory, cache=cross, memory_positions=memory_positions))
         return x + self.drop(self.ff(self.norm3(x)))
 
 # %% ../nbs/07_model.ipynb #0ff7fbec
@@ -125,6 +134,14 @@ def _check_padding(mask:Tensor, positions, what:str):
         raise ValueError(f"{what}_pos: the node at index ({b}, {t}) has depth {int(positions.depth[b, t])} but {what}_ids "
                          f"holds {'padding' if not mask[b, t] else 'a real token'} there (padding is id 0 and depth -1)")
 
+def _memory_positions(model, positions:PreparedPositions|None) -> PreparedPositions|None:
+    "The source positions cross-attention rotates by, or None when the model does not (`cfg.cross_positions`)."
+    if not model.cfg.cross_positions: return None
+    if positions is None or positions.rotation is None:
+        raise ValueError("this model rotates cross-attention (cross_positions=True): pass memory_positions, the third "
+                         "value `encode` returns")
+    return positions
+
 class Transformer(nn.Module):
     "Pre-LN encoder-decoder (or encoder only) with one positional encoding per side, chosen by name."
     def __init__(self, cfg:TransformerConfig):
@@ -137,7 +154,8 @@ class Transformer(nn.Module):
         self.enc_norm, self.drop = nn.LayerNorm(d), nn.Dropout(cfg.dropout)
         self.tgt_embed = self.tgt_pe = self.decoder = self.dec_norm = self.generator = None
         if cfg.tgt_vocab is not None:
-            self.tgt_embed, self.tgt_pe = nn.Embedding(cfg.tgt_vocab, d), pe(cfg.tgt_pe)
+            self.tgt_embed = nn.Embedding(cfg.tgt_vocab, d)
+            self.tgt_pe = self.src_pe if cfg.cross_positions else pe(cfg.tgt_pe)    # one set of maps for both sides
             self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
             self.dec_norm, self.generator = nn.LayerNorm(d), nn.Linear(d, cfg.tgt_vocab, bias=False)
         labels = cfg.num_labels if cfg.num_labels is not None else (cfg.src_vocab if cfg.tgt_vocab is None else None)
@@ -149,20 +167,21 @@ class Transformer(nn.Module):
     def encode(self, src_ids:Tensor, # `[B, S]` LongTensor, 0 = padding
                src_pos, # LongTensor `[B, S]` (sequence), `[B, S, axes]` (grid) or TreePositions `[B, S, K]`
                src_kinds:Tensor|None=None, # `[B, S]` node kinds (the additive encoding)
-              ) -> tuple[Tensor, Tensor]: # the encoder output `[B, S, d_model]` and the source mask `[B, S]`
-        "Run the encoder."
+              ) -> tuple[Tensor, Tensor, PreparedPositions]: # output `[B, S, d_model]`, mask `[B, S]`, prepared positions
+        "Run the encoder; the prepared source positions are what `decode` needs for `cross_positions`."
         _check_ids(src_ids, self.cfg.src_vocab, "src_ids", "src_vocab")
         mask = src_ids != self.cfg.pad_id
         _check_padding(mask, src_pos, "src")
         x, prep = self.src_pe(self.src_embed(src_ids) * math.sqrt(self.cfg.d_model), src_pos, mask, src_kinds)
         x = self.drop(x)
         for layer in self.encoder: x = layer(x, prep, mask)
-        return self.enc_norm(x), mask
+        return self.enc_norm(x), mask, prep
 
     def decode(self, tgt_ids:Tensor, # `[B, T]` decoder inputs (`<start>` first), 0 = padding
                tgt_pos, # their positions (the start token at the root / position 0)
                memory:Tensor, # `[B, S, d_model]` from `encode`
                memory_mask:Tensor, # `[B, S]`
+               memory_positions:PreparedPositions|None=None, # from `encode`; needed when `cfg.cross_positions`
                tgt_kinds:Tensor|None=None, # `[B, T]` node kinds (the additive encoding)
               ) -> Tensor: # logits `[B, T, tgt_vocab]`
         "Run the decoder with teacher forcing (all target tokens at once, causally masked)."
@@ -172,7 +191,8 @@ class Transformer(nn.Module):
         _check_padding(mask, tgt_pos, "tgt")
         x, prep = self.tgt_pe(self.tgt_embed(tgt_ids) * math.sqrt(self.cfg.d_model), tgt_pos, mask, tgt_kinds)
         x = self.drop(x)
-        for layer in self.decoder: x = layer(x, prep, mask, memory, memory_mask)
+        across = _memory_positions(self, memory_positions)
+        for layer in self.decoder: x = layer(x, prep, mask, memory, memory_mask, memory_positions=across)
         return self.generator(self.dec_norm(x))
 
     def forward(self, src_ids:Tensor, # `[B, S]`
@@ -182,12 +202,12 @@ class Transformer(nn.Module):
                 src_kinds:Tensor|None=None, tgt_kinds:Tensor|None=None, # node kinds (additive encoding)
                ) -> Tensor: # `[B, T, tgt_vocab]`, or `[B, S, num_labels]` without targets
         "Teacher-forced logits of the targets, or the encoder head's per-token logits."
-        memory, mask = self.encode(src_ids, src_pos, src_kinds)
+        memory, mask, prep = self.encode(src_ids, src_pos, src_kinds)
         if tgt_ids is None:
             if self.head is None: raise ValueError("this model has no encoder head: pass num_labels, or give targets")
             return self.head(memory)
         if tgt_pos is None: raise ValueError("tgt_pos is missing: give the positions of tgt_ids")
-        return self.decode(tgt_ids, tgt_pos, memory, mask, tgt_kinds)
+        return self.decode(tgt_ids, tgt_pos, memory, mask, prep, tgt_kinds)
 
 # %% ../nbs/07_model.ipynb #6395e6db
 def encoder_batch(sources:Sequence, # `Tree`s (with `vocab`) or lists of token ids
@@ -228,6 +248,7 @@ class DecoderState:
     "What incremental decoding keeps between steps: per-layer caches, the target mask and (for Shaw, decay) key positions."
     memory: Tensor                              # `[B, S, d_model]`
     memory_mask: Tensor                         # `[B, S]`
+    memory_positions: PreparedPositions|None    # the source's, when cross-attention rotates (else None)
     caches: list                                # (self-attention, cross-attention) `KVCache` per decoder layer
     key_mask: Tensor|None = None                # `[B, t]` real target tokens so far
     key_positions: PreparedPositions|None = None  # positions of the target tokens so far (when needed)
@@ -245,11 +266,13 @@ class DecoderState:
 @patch
 def start_decoding(self:Transformer, memory:Tensor, # `[B, S, d_model]` from `encode`
                    memory_mask:Tensor, # `[B, S]`
+                   memory_positions:PreparedPositions|None=None, # from `encode`; needed when `cfg.cross_positions`
                   ) -> DecoderState:
-    "A fresh state for `decode_step`."
+    "A fresh state for `decode_step`: `model.start_decoding(*model.encode(src_ids, src_pos))`."
     if self.decoder is None: raise ValueError("this model has no decoder (tgt_vocab=None)")
     keep = self.cfg.tgt_pe == "relative" or self.cfg.decay is not None
-    return DecoderState(memory, memory_mask, [(KVCache(), KVCache(static=True)) for _ in self.decoder], keep_positions=keep)
+    return DecoderState(memory, memory_mask, _memory_positions(self, memory_positions),
+                        [(KVCache(), KVCache(static=True)) for _ in self.decoder], keep_positions=keep)
 
 # %% ../nbs/07_model.ipynb #7df3d2fa
 @patch
@@ -269,7 +292,7 @@ def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the
         state.key_positions = PreparedPositions(prep.kind, prep.index, prep.tree, prep.grid) if state.key_positions is None \
                               else state.key_positions.cat(prep)
     for layer, caches in zip(self.decoder, state.caches):
-        x = layer(x, prep, state.key_mask, state.memory, state.memory_mask, caches, state.key_positions)
+        x = layer(x, prep, state.key_mask, state.memory, state.memory_mask, caches, state.key_positions, state.memory_positions)
     state.length += 1
     return self.generator(self.dec_norm(x))[:, 0]
 
@@ -277,11 +300,13 @@ def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the
 def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_nodes, alpha, src_kinds, start_id, end_id):
     "Greedy (beam=None) or beam search; returns token histories `[B*W, T]`, normalised scores and the width W."
     cfg, dev, pad = model.cfg, src_ids.device, model.cfg.pad_id
-    memory, mmask = model.encode(src_ids, src_pos, src_kinds)
     B, W = len(src_ids), beam or 1
     N, V = B * W, cfg.tgt_vocab
-    if W > 1: memory, mmask = memory.repeat_interleave(W, 0), mmask.repeat_interleave(W, 0)
-    state = model.start_decoding(memory, mmask)
+    if W > 1:                                      # each input's W beams: W copies of its row (and of its maps)
+        src_ids, src_kinds = src_ids.repeat_interleave(W, 0), None if src_kinds is None else src_kinds.repeat_interleave(W, 0)
+        src_pos = (TreePositions(src_pos.paths.repeat_interleave(W, 0), src_pos.depth.repeat_interleave(W, 0), src_pos.trusted)
+                   if isinstance(src_pos, TreePositions) else src_pos.repeat_interleave(W, 0))
+    state = model.start_decoding(*model.encode(src_ids, src_pos, src_kinds))
     tracker = _new_tracker(order, N, vocab.n, cfg.max_depth, max_nodes, dev) if vocab is not None else None
     ids = torch.arange(V, device=dev)
     pad_only = torch.where(ids == pad, 0.0, float("-inf"))
