@@ -15,7 +15,16 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 from .trees import Tree
-from .train import TrainConfig, build, train, evaluate, load_checkpoint, read_metrics, _chunks, _references
+from treepe_nb.train import (
+    TrainConfig,
+    build,
+    train,
+    evaluate,
+    load_checkpoint,
+    read_metrics,
+    _chunks,
+    _references,
+)
 
 # %% auto #0
 __all__ = ['TREE_ENCODINGS', 'GRIDS', 'METRICS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'grid_configs', 'tree_f1', 'test_metrics',
@@ -23,82 +32,148 @@ __all__ = ['TREE_ENCODINGS', 'GRIDS', 'METRICS', 'PAPER_TABLE_2B', 'PAPER_TABLE_
            'encoder_attention', 'yaml_analysis']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
-TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")   # Table 2b's rows
-GRIDS = {   # grid name: (tasks, target orders, encodings of both sides (or (source, target) pairs), extra config)
-    "table2b": (("tree-copy", "tree-rotate", "tree-c3", "tree-ops"), ("bfs", "dfs"), TREE_ENCODINGS, {}),
-    "table2a": (("seq-copy", "seq-reverse", "seq-repeat"), ("dfs",), ("sinusoidal", "rotary", "ape-seq"), {}),
-    "docstring2ast": (("py-docstring2ast",), ("bfs", "dfs"), (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"),
-                                                            ("sinusoidal", "ape-tree")), {"sizes": (4000, 200, 200), "task_options": {"max_nodes": 64}}),
-    "yaml-keys": (("yaml-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "ape-tree"), {}),
-}
+TREE_ENCODINGS = (
+    "sinusoidal",
+    "learned",
+    "relative",
+    "rotary",
+    "ape-seq",
+    "stack",
+    "ape-tree",
+)  # Table 2b's rows
+GRIDS = (
+    {  # grid name: (tasks, target orders, encodings of both sides (or (source, target) pairs), extra config)
+        "table2b": (("tree-copy", "tree-rotate", "tree-c3", "tree-ops"), ("bfs", "dfs"), TREE_ENCODINGS, {}),
+        "table2a": (
+            ("seq-copy", "seq-reverse", "seq-repeat"),
+            ("dfs",),
+            ("sinusoidal", "rotary", "ape-seq"),
+            {},
+        ),
+        "docstring2ast": (
+            ("py-docstring2ast",),
+            ("bfs", "dfs"),
+            (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree")),
+            {"sizes": (4000, 200, 200), "task_options": {"max_nodes": 64}},
+        ),
+        "yaml-keys": (("yaml-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "ape-tree"), {}),
+    }
+)
 
-def grid_configs(name:str, # a key of `GRIDS`
-                 seeds:Sequence[int]=(0,), # one cell per seed
-                 work:str|Path="runs/experiments", # where the runs' checkpoints go (not stored in the repository)
-                 **overrides, # any `TrainConfig` field for every cell, e.g. steps=200, d_model=512
-                ) -> dict[str, TrainConfig]: # cell name: its config
+
+def grid_configs(
+    name: str,  # a key of `GRIDS`
+    seeds: Sequence[int] = (0,),  # one cell per seed
+    work: str | Path = "runs/experiments",  # where the runs' checkpoints go (not stored in the repository)
+    **overrides,  # any `TrainConfig` field for every cell, e.g. steps=200, d_model=512
+) -> dict[str, TrainConfig]:  # cell name: its config
     "The cells of a grid as `TrainConfig`s, named `task-order-encoding-sSEED`."
-    if name not in GRIDS: raise ValueError(f"unknown grid {name!r}; grids: {', '.join(GRIDS)}")
+    if name not in GRIDS:
+        raise ValueError(f"unknown grid {name!r}; grids: {', '.join(GRIDS)}")
     tasks, orders, pes, extra = GRIDS[name]
     cells = {}
     for task in tasks:
-        variants = ([extra | {"task_options": {**extra.get("task_options", {}), "target": t}} for t in ("bigram", "trigram")]
-                    if task == "yaml-keys" else [extra])
+        variants = (
+            [
+                extra | {"task_options": {**extra.get("task_options", {}), "target": t}}
+                for t in ("bigram", "trigram")
+            ]
+            if task == "yaml-keys"
+            else [extra]
+        )
         for order in orders:
             for pe in pes:
                 src, tgt = (pe, pe) if isinstance(pe, str) else pe
                 for v in variants:
                     for seed in seeds:
-                        label = "-".join([task, *([v["task_options"]["target"]] if "target" in v.get("task_options", {}) else []), order,
-                                          src if src == tgt else f"{src}+{tgt}", f"s{seed}"])
-                        cfg = dict(task=task, pe=tgt, src_pe=src if src != tgt else None, order=order, seed=seed,
-                                   out=str(Path(work) / name / label), eval_every=500) | v | overrides
+                        label = "-".join(
+                            [
+                                task,
+                                *(
+                                    [v["task_options"]["target"]]
+                                    if "target" in v.get("task_options", {})
+                                    else []
+                                ),
+                                order,
+                                src if src == tgt else f"{src}+{tgt}",
+                                f"s{seed}",
+                            ]
+                        )
+                        cfg = (
+                            dict(
+                                task=task,
+                                pe=tgt,
+                                src_pe=src if src != tgt else None,
+                                order=order,
+                                seed=seed,
+                                out=str(Path(work) / name / label),
+                                eval_every=500,
+                            )
+                            | v
+                            | overrides
+                        )
                         cells[label] = TrainConfig(**cfg)
     return cells
 
 # %% ../nbs/10_experiments.ipynb #604404f0
-def _labelled_paths(t:Tree) -> Counter:
+def _labelled_paths(t: Tree) -> Counter:
     parent, slot, paths = t.parent.tolist(), t.slot.tolist(), []
-    for v in range(len(t)):                                    # climb to the root: O(nodes x depth), fine for scoring
+    for v in range(len(t)):  # climb to the root: O(nodes x depth), fine for scoring
         path = []
-        while parent[v] >= 0: path.append(slot[v]); v = parent[v]
+        while parent[v] >= 0:
+            path.append(slot[v])
+            v = parent[v]
         paths.append(tuple(reversed(path)))
     return Counter(zip(paths, map(str, t.labels)))
 
-def tree_f1(prediction:Tree, # a decoded tree
-            reference:Tree, # the gold tree
-           ) -> float: # in [0, 1]; 1 exactly when the trees are equal
+
+def tree_f1(
+    prediction: Tree, reference: Tree  # a decoded tree  # the gold tree
+) -> float:  # in [0, 1]; 1 exactly when the trees are equal
     "Node F1 of two trees: nodes match when both their label and their root path agree."
     if not isinstance(prediction, Tree) or not isinstance(reference, Tree):
-        raise TypeError(f"tree_f1 compares two Trees, got {type(prediction).__name__} and {type(reference).__name__}")
+        raise TypeError(
+            f"tree_f1 compares two Trees, got {type(prediction).__name__} and {type(reference).__name__}"
+        )
     a, b = _labelled_paths(prediction), _labelled_paths(reference)
     hit = sum((a & b).values())
     return 0.0 if hit == 0 else 2 * hit / (sum(a.values()) + sum(b.values()))
 
 # %% ../nbs/10_experiments.ipynb #23aeda6b
 @torch.no_grad()
-def test_metrics(model, task, split:str="test", batch_size:int=64, max_nodes:int=256) -> dict:
+def test_metrics(model, task, split: str = "test", batch_size: int = 64, max_nodes: int = 256) -> dict:
     "Teacher-forced perplexity and token accuracy, and exact match (and mean `tree_f1` for trees) of greedy decoding."
     m = evaluate(model, task, split, batch_size, decode_examples=None if task.target == "labels" else 1)
-    if task.target == "labels": return m
+    if task.target == "labels":
+        return m
     was, examples, right, f1 = model.training, list(task.splits[split]), 0, []
     model.eval()
     vocab = task.tgt_vocab if task.target == "tree" else None
     for chunk in _chunks(examples, batch_size):
         b = task.collate(chunk)
-        out = model.generate(b.src_ids, b.src_pos, vocab=vocab, order=task.tgt_order, max_nodes=max_nodes,
-                             src_kinds=b.src_kinds, max_len=max(len(e.tgt_ids) for e in chunk) + 8)
+        out = model.generate(
+            b.src_ids,
+            b.src_pos,
+            vocab=vocab,
+            order=task.tgt_order,
+            max_nodes=max_nodes,
+            src_kinds=b.src_kinds,
+            max_len=max(len(e.tgt_ids) for e in chunk) + 8,
+        )
         for p, r in zip(out, _references(task, chunk)):
             right += int(p == r if isinstance(r, Tree) else list(p) == list(r))
-            if vocab is not None: f1.append(tree_f1(p, r))
+            if vocab is not None:
+                f1.append(tree_f1(p, r))
     model.train(was)
     m.update(exact_match=right / len(examples), decoded=len(examples))
-    if f1: m["tree_f1"] = sum(f1) / len(f1)
+    if f1:
+        m["tree_f1"] = sum(f1) / len(f1)
     return m
 
-def run_cell(cfg:TrainConfig, # the cell
-             result:str|Path, # the JSON file to write
-            ) -> dict: # what was written
+
+def run_cell(
+    cfg: TrainConfig, result: str | Path  # the cell  # the JSON file to write
+) -> dict:  # what was written
     "Train one cell, score its dev-best checkpoint on the test split, and store a small JSON record of the run."
     t0 = time.perf_counter()
     train(cfg, progress=False)
@@ -109,22 +184,34 @@ def run_cell(cfg:TrainConfig, # the cell
     test = test_metrics(model, task, max_nodes=cfg.max_nodes)
     trains, evals = read_metrics(cfg.out)
     analysis = yaml_analysis(model, task) if cfg.task == "yaml-keys" else None
-    record = {"config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()},
-              "test": test, "best_step": ck["step"], "dev": evals, "seconds": seconds,
-              "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
-              **({"analysis": analysis} if analysis else {}),
-              "machine": {"threads": torch.get_num_threads(), "torch": torch.__version__, "cpus": os.cpu_count(),
-                          "device": cfg.device}}
+    record = {
+        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()},
+        "test": test,
+        "best_step": ck["step"],
+        "dev": evals,
+        "seconds": seconds,
+        "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
+        **({"analysis": analysis} if analysis else {}),
+        "machine": {
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "cpus": os.cpu_count(),
+            "device": cfg.device,
+        },
+    }
     result = Path(result)
     result.parent.mkdir(parents=True, exist_ok=True)
     result.with_suffix(".tmp").write_text(json.dumps(record, indent=1))
     result.with_suffix(".tmp").replace(result)
     return record
 
-def add_analysis(result:str|Path # a stored `yaml-keys` record whose run folder still has its best.pt
-                ) -> dict: # the analysis added to the record
+
+def add_analysis(
+    result: str | Path,  # a stored `yaml-keys` record whose run folder still has its best.pt
+) -> dict:  # the analysis added to the record
     "Compute `yaml_analysis` for a stored record from its run's checkpoint (for records made before it existed)."
-    result = Path(result); record = json.loads(result.read_text())
+    result = Path(result)
+    record = json.loads(result.read_text())
     cfg = TrainConfig(**record["config"])
     task, model = build(cfg)
     model.load_state_dict(load_checkpoint(Path(cfg.out) / "best.pt")["model"])
@@ -132,130 +219,221 @@ def add_analysis(result:str|Path # a stored `yaml-keys` record whose run folder 
     result.write_text(json.dumps(record, indent=1))
     return record["analysis"]
 
+
 def _run_one(cfg, result, threads):
     torch.set_num_threads(threads)
     return run_cell(cfg, result)
 
-def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
-             results:str|Path="results/experiments", # stored records: results/GRID/CELL.json
-             work:str|Path="runs/experiments", # checkpoints (large; not stored)
-             jobs:int=2, # cells run at once, each in its own process
-             threads:int=1, # torch threads per process
-             seeds:Sequence[int]=(0,),
-             progress:bool=True,
-             **overrides, # `TrainConfig` fields for every cell
-            ) -> list[Path]: # the records written now
+
+def run_grid(
+    names: Sequence[str],  # grids to run, keys of `GRIDS`
+    results: str | Path = "results/experiments",  # stored records: results/GRID/CELL.json
+    work: str | Path = "runs/experiments",  # checkpoints (large; not stored)
+    jobs: int = 2,  # cells run at once, each in its own process
+    threads: int = 1,  # torch threads per process
+    seeds: Sequence[int] = (0,),
+    progress: bool = True,
+    **overrides,  # `TrainConfig` fields for every cell
+) -> list[Path]:  # the records written now
     "Run every cell of the grids that has no stored record yet, `jobs` at a time."
-    todo = [(cfg, Path(results) / name / f"{label}.json") for name in names
-            for label, cfg in grid_configs(name, seeds, work, threads=threads, **overrides).items()]
+    todo = [
+        (cfg, Path(results) / name / f"{label}.json")
+        for name in names
+        for label, cfg in grid_configs(name, seeds, work, threads=threads, **overrides).items()
+    ]
     todo = [(c, r) for c, r in todo if not r.exists()]
     done = []
     with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
         futures = {pool.submit(_run_one, c, r, threads): r for c, r in todo}
         for f in tqdm(as_completed(futures), total=len(futures), desc="cells", disable=not progress):
-            f.result(); done.append(futures[f])
+            f.result()
+            done.append(futures[f])
     return done
 
 # %% ../nbs/10_experiments.ipynb #f61c29af
-def load_results(results:str|Path="results/experiments", # the folder `run_grid` writes
-                 grid:str|None=None, # one grid, or all
-                ) -> list[dict]: # one flat row per stored cell
+def load_results(
+    results: str | Path = "results/experiments",  # the folder `run_grid` writes
+    grid: str | None = None,  # one grid, or all
+) -> list[dict]:  # one flat row per stored cell
     "The stored records as rows: grid, cell, task, order, src_pe, tgt_pe, seed, test metrics, seconds, best step."
     rows = []
     for f in sorted(Path(results).glob(f"{grid or '*'}/*.json")):
-        r = json.loads(f.read_text()); c = r["config"]
-        rows.append({"grid": f.parent.name, "cell": f.stem, "task": c["task"], "order": c["order"],
-                     "src_pe": c["src_pe"] or c["pe"], "tgt_pe": c["tgt_pe"] or c["pe"], "seed": c["seed"],
-                     "target": (c.get("task_options") or {}).get("target"), **r["test"], "seconds": r["seconds"],
-                     "best_step": r["best_step"], "record": r})
+        r = json.loads(f.read_text())
+        c = r["config"]
+        rows.append(
+            {
+                "grid": f.parent.name,
+                "cell": f.stem,
+                "task": c["task"],
+                "order": c["order"],
+                "src_pe": c["src_pe"] or c["pe"],
+                "tgt_pe": c["tgt_pe"] or c["pe"],
+                "seed": c["seed"],
+                "target": (c.get("task_options") or {}).get("target"),
+                **r["test"],
+                "seconds": r["seconds"],
+                "best_step": r["best_step"],
+                "record": r,
+            }
+        )
     return rows
 
-def experiments_cli(argv:Sequence[str]|None=None):
+
+def experiments_cli(argv: Sequence[str] | None = None):
     "`python -m treepe_nb.experiments run GRID ...`: run the grids' missing cells and store their records."
-    p = argparse.ArgumentParser(prog="treepe-experiments", description="Run the comparison grids of chapter 10.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("command", choices=["run", "list", "analyse"],
-                   help="run the missing cells, list the cells, or add the YAML analysis to stored yaml-keys records")
+    p = argparse.ArgumentParser(
+        prog="treepe-experiments",
+        description="Run the comparison grids of chapter 10.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "command",
+        choices=["run", "list", "analyse"],
+        help="run the missing cells, list the cells, or add the YAML analysis to stored yaml-keys records",
+    )
     p.add_argument("grids", nargs="+", choices=list(GRIDS), help="grids to run")
     p.add_argument("--results", default="nbs/results/experiments", help="where records are stored")
     p.add_argument("--work", default="runs/experiments", help="where checkpoints go")
     p.add_argument("--jobs", type=int, default=2, help="cells run at once")
     p.add_argument("--threads", type=int, default=1, help="torch threads per cell")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one cell per seed")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a TrainConfig field for every cell (YAML value), e.g. --set steps=50000 --set d_model=512")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a TrainConfig field for every cell (YAML value), e.g. --set steps=50000 --set d_model=512",
+    )
     args = p.parse_args(argv)
     import yaml
+
     overrides = {}
     for kv in args.set:
-        if "=" not in kv: p.error(f"--set needs KEY=VALUE, got {kv!r}")
-        k, v = kv.split("=", 1); overrides[k] = yaml.safe_load(v)
+        if "=" not in kv:
+            p.error(f"--set needs KEY=VALUE, got {kv!r}")
+        k, v = kv.split("=", 1)
+        overrides[k] = yaml.safe_load(v)
     if args.command == "list":
         for g in args.grids:
-            for label in grid_configs(g, args.seeds, args.work, **overrides): print(f"{g}/{label}")
+            for label in grid_configs(g, args.seeds, args.work, **overrides):
+                print(f"{g}/{label}")
         return
     if args.command == "analyse":
         for g in args.grids:
             for f in sorted(Path(args.results, g).glob("yaml-keys-*.json")):
-                if "analysis" not in json.loads(f.read_text()): add_analysis(f); print(f"analysed {f}")
+                if "analysis" not in json.loads(f.read_text()):
+                    add_analysis(f)
+                    print(f"analysed {f}")
         return
     run_grid(args.grids, args.results, args.work, args.jobs, args.threads, args.seeds, **overrides)
 
-if __name__ == "__main__" and "ipykernel" not in sys.modules: experiments_cli()
+
+if __name__ == "__main__" and "ipykernel" not in sys.modules:
+    experiments_cli()
 
 # %% ../nbs/10_experiments.ipynb #c7f338fc
 METRICS = ("perplexity", "token_accuracy", "exact_match", "tree_f1")
 
-def summarise(rows:Sequence[dict], # from `load_results`
-             ) -> dict[tuple, dict]: # (grid, task, target, order, src_pe, tgt_pe): the summary over seeds
+
+def summarise(
+    rows: Sequence[dict],  # from `load_results`
+) -> dict[tuple, dict]:  # (grid, task, target, order, src_pe, tgt_pe): the summary over seeds
     "Each configuration's metrics over its seeds: the mean, `METRIC_min` and `METRIC_max`, `seeds`, and the first record."
     groups = {}
     for r in sorted(rows, key=lambda r: r["seed"]):
-        groups.setdefault((r["grid"], r["task"], r["target"], r["order"], r["src_pe"], r["tgt_pe"]), []).append(r)
+        groups.setdefault(
+            (r["grid"], r["task"], r["target"], r["order"], r["src_pe"], r["tgt_pe"]), []
+        ).append(r)
     out = {}
     for key, rs in groups.items():
         s = {"seeds": len(rs), "record": rs[0]["record"], "seconds": sum(r["seconds"] for r in rs)}
         for m in METRICS:
             v = [r[m] for r in rs if m in r]
-            if v: s.update({m: float(np.mean(v)), f"{m}_min": min(v), f"{m}_max": max(v)})
+            if v:
+                s.update({m: float(np.mean(v)), f"{m}_min": min(v), f"{m}_max": max(v)})
         out[key] = s
     return out
 
 # %% ../nbs/10_experiments.ipynb #df8f481c
-PAPER_TABLE_2B = {   # Kogkalidis et al. (2024), Table 2b: test perplexity, (breadth-first, depth-first), mean of 3 seeds
-    "sinusoidal": {"tree-copy": (1.06, 5.68), "tree-rotate": (6.93, 7.13), "tree-c3": (2.66, 2.78), "tree-ops": (20.53, 64.86)},
-    "stack":      {"tree-copy": (1.29, 1.07), "tree-rotate": (2.60, 1.87), "tree-c3": (2.27, 2.29), "tree-ops": (19.18, 16.41)},
-    "learned":    {"tree-copy": (6.64, 7.02), "tree-rotate": (7.77, 7.24), "tree-c3": (2.77, 2.79), "tree-ops": (37.78, 48.91)},
-    "relative":   {"tree-copy": (1.01, 6.12), "tree-rotate": (6.00, 7.72), "tree-c3": (1.70, 2.43), "tree-ops": (2.36, 6.86)},
-    "rotary":     {"tree-copy": (1.42, 2.46), "tree-rotate": (4.58, 4.97), "tree-c3": (1.55, 2.15), "tree-ops": (2.53, 33.54)},
-    "ape-seq":    {"tree-copy": (1.00, 1.63), "tree-rotate": (2.95, 2.48), "tree-c3": (1.07, 1.83), "tree-ops": (2.30, 20.05)},
-    "ape-tree":   {"tree-copy": (1.01, 1.00), "tree-rotate": (1.05, 1.01), "tree-c3": (1.00, 1.00), "tree-ops": (2.24, 1.83)},
-}
-PAPER_TABLE_2A = {   # Table 2a: test perplexity on sequences of ~100 tokens (rotary: the frozen column)
+PAPER_TABLE_2B = (
+    {  # Kogkalidis et al. (2024), Table 2b: test perplexity, (breadth-first, depth-first), mean of 3 seeds
+        "sinusoidal": {
+            "tree-copy": (1.06, 5.68),
+            "tree-rotate": (6.93, 7.13),
+            "tree-c3": (2.66, 2.78),
+            "tree-ops": (20.53, 64.86),
+        },
+        "stack": {
+            "tree-copy": (1.29, 1.07),
+            "tree-rotate": (2.60, 1.87),
+            "tree-c3": (2.27, 2.29),
+            "tree-ops": (19.18, 16.41),
+        },
+        "learned": {
+            "tree-copy": (6.64, 7.02),
+            "tree-rotate": (7.77, 7.24),
+            "tree-c3": (2.77, 2.79),
+            "tree-ops": (37.78, 48.91),
+        },
+        "relative": {
+            "tree-copy": (1.01, 6.12),
+            "tree-rotate": (6.00, 7.72),
+            "tree-c3": (1.70, 2.43),
+            "tree-ops": (2.36, 6.86),
+        },
+        "rotary": {
+            "tree-copy": (1.42, 2.46),
+            "tree-rotate": (4.58, 4.97),
+            "tree-c3": (1.55, 2.15),
+            "tree-ops": (2.53, 33.54),
+        },
+        "ape-seq": {
+            "tree-copy": (1.00, 1.63),
+            "tree-rotate": (2.95, 2.48),
+            "tree-c3": (1.07, 1.83),
+            "tree-ops": (2.30, 20.05),
+        },
+        "ape-tree": {
+            "tree-copy": (1.01, 1.00),
+            "tree-rotate": (1.05, 1.01),
+            "tree-c3": (1.00, 1.00),
+            "tree-ops": (2.24, 1.83),
+        },
+    }
+)
+PAPER_TABLE_2A = {  # Table 2a: test perplexity on sequences of ~100 tokens (rotary: the frozen column)
     "sinusoidal": {"seq-copy": 1.01, "seq-repeat": 1.85, "seq-reverse": 3.92},
-    "rotary":     {"seq-copy": 1.00, "seq-repeat": 1.08, "seq-reverse": 1.09},
-    "ape-seq":    {"seq-copy": 1.00, "seq-repeat": 1.00, "seq-reverse": 1.01},
+    "rotary": {"seq-copy": 1.00, "seq-repeat": 1.08, "seq-reverse": 1.09},
+    "ape-seq": {"seq-copy": 1.00, "seq-repeat": 1.00, "seq-reverse": 1.01},
 }
 
 # %% ../nbs/10_experiments.ipynb #6e69fecf
-def spearman(a:Sequence[float], b:Sequence[float]) -> float:
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     "Spearman's rank correlation of two equally long sequences (average ranks for ties)."
-    if len(a) != len(b) or len(a) < 2: raise ValueError(f"need two sequences of one length >= 2, got {len(a)} and {len(b)}")
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError(f"need two sequences of one length >= 2, got {len(a)} and {len(b)}")
+
     def ranks(v):
-        v = np.asarray(v, float); r = np.empty(len(v)); r[v.argsort(kind="stable")] = np.arange(len(v))
-        for x in np.unique(v): r[v == x] = r[v == x].mean()
+        v = np.asarray(v, float)
+        r = np.empty(len(v))
+        r[v.argsort(kind="stable")] = np.arange(len(v))
+        for x in np.unique(v):
+            r[v == x] = r[v == x].mean()
         return r
+
     ra, rb = ranks(a), ranks(b)
-    if ra.std() == 0 or rb.std() == 0: return float("nan")
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
     return float(((ra - ra.mean()) * (rb - rb.mean())).mean() / (ra.std() * rb.std()))
 
 # %% ../nbs/10_experiments.ipynb #30f54861
 @torch.no_grad()
-def encoder_attention(model, # a `Transformer`
-                      src_ids:torch.Tensor, # `[B, S]`
-                      src_pos, # the source positions
-                      src_kinds:torch.Tensor|None=None, # node kinds (additive encoding)
-                     ) -> list[torch.Tensor]: # per encoder layer, weights `[B, H, S, S]`
+def encoder_attention(
+    model,  # a `Transformer`
+    src_ids: torch.Tensor,  # `[B, S]`
+    src_pos,  # the source positions
+    src_kinds: torch.Tensor | None = None,  # node kinds (additive encoding)
+) -> list[torch.Tensor]:  # per encoder layer, weights `[B, H, S, S]`
     "The attention weights of every encoder layer (the model's own forward, with the weights kept)."
     mask = src_ids != model.cfg.pad_id
     x, prep = model.src_pe(model.src_embed(src_ids) * math.sqrt(model.cfg.d_model), src_pos, mask, src_kinds)
@@ -265,28 +443,35 @@ def encoder_attention(model, # a `Transformer`
         x = layer(x, prep, mask)
     return weights
 
-def _parents(depth:torch.Tensor, paths:torch.Tensor) -> list[int]:
+
+def _parents(depth: torch.Tensor, paths: torch.Tensor) -> list[int]:
     "Token index of each token's parent in one example (-1 for the root and padding)."
     index, out = {}, []
     for t, (d, p) in enumerate(zip(depth.tolist(), paths.tolist())):
         key = tuple(p[:d]) if d >= 0 else None
-        if key is not None: index[key] = t
+        if key is not None:
+            index[key] = t
         out.append(index.get(key[:-1], -1) if key else -1)
     return out
 
+
 @torch.no_grad()
-def yaml_analysis(model, task, split:str="test", batch_size:int=32) -> dict:
+def yaml_analysis(model, task, split: str = "test", batch_size: int = 32) -> dict:
     "For masked keys: accuracy of the parent and key parts of `parent::key`, and per-head attention to parent and depth."
-    was = model.training; model.eval()
+    was = model.training
+    model.eval()
     L, H = len(model.encoder), model.cfg.num_heads
     parent_mass, depth_mass = torch.zeros(L, H, dtype=torch.float64), torch.zeros(L, H, dtype=torch.float64)
     parent_uniform = depth_uniform = 0.0
-    right = {"parent": 0, "key": 0, "both": 0}; count = 0
+    right = {"parent": 0, "key": 0, "both": 0}
+    count = 0
     for chunk in _chunks(list(task.splits[split]), batch_size):
         b = task.collate(chunk)
         logits = model(b.src_ids, b.src_pos, src_kinds=b.src_kinds)
         pred = logits.argmax(-1)
-        weights = torch.stack(encoder_attention(model, b.src_ids, b.src_pos, b.src_kinds), 1)   # [B, L, H, S, S]
+        weights = torch.stack(
+            encoder_attention(model, b.src_ids, b.src_pos, b.src_kinds), 1
+        )  # [B, L, H, S, S]
         depth, mask = b.src_pos.depth, b.src_ids != 0
         for i in range(len(chunk)):
             parents = _parents(depth[i], b.src_pos.paths[i])
@@ -295,13 +480,20 @@ def yaml_analysis(model, task, split:str="test", batch_size:int=32) -> dict:
                 gold, guess = b.labels[i, t].item(), pred[i, t].item()
                 gp, pp = (s.split("::") for s in task.tgt_vocab.decode([gold, guess]))
                 ok_parent, ok_key = gp[-2:-1] == pp[-2:-1], gp[-1] == pp[-1]
-                right["parent"] += ok_parent; right["key"] += ok_key; right["both"] += gold == guess; count += 1
+                right["parent"] += ok_parent
+                right["key"] += ok_key
+                right["both"] += gold == guess
+                count += 1
                 same = (depth[i] == depth[i, t]) & mask[i]
                 depth_mass += weights[i, :, :, t][..., same].sum(-1).double()
                 depth_uniform += float(same.sum()) / real
                 if parents[t] >= 0:
-                    parent_mass += weights[i, :, :, t, parents[t]].double(); parent_uniform += 1 / real
+                    parent_mass += weights[i, :, :, t, parents[t]].double()
+                    parent_uniform += 1 / real
     model.train(was)
-    return {"masked_keys": count, **{f"{k}_accuracy": v / max(count, 1) for k, v in right.items()},
-            "parent_attention": (parent_mass / max(parent_uniform, 1e-12)).tolist(),    # [L][H]: 1 = uniform
-            "depth_attention": (depth_mass / max(depth_uniform, 1e-12)).tolist()}
+    return {
+        "masked_keys": count,
+        **{f"{k}_accuracy": v / max(count, 1) for k, v in right.items()},
+        "parent_attention": (parent_mass / max(parent_uniform, 1e-12)).tolist(),  # [L][H]: 1 = uniform
+        "depth_attention": (depth_mass / max(depth_uniform, 1e-12)).tolist(),
+    }
