@@ -328,7 +328,7 @@ def experiments_cli(argv: Sequence[str] | None = None):
     run_grid(args.grids, args.results, args.work, args.jobs, args.threads, args.seeds, **overrides)
 
 
-if __name__ == "__main__" and "ipykernel" not in sys.modules:
+if __name__ == "__main__" and "ipykernel" not in sys.modules and "execnb" not in sys.modules:
     experiments_cli()
 
 # %% ../nbs/10_experiments.ipynb #c7f338fc
