@@ -190,12 +190,19 @@ class TreePositionalEncoding(nn.Module):
         p = self.p[:, None]                                                          # [P, 1]
         return p ** self.chunk * torch.sqrt(1 - p ** 2) * self.scale
 
+    def _table(self) -> Tensor: # `[n*max_depth, d_model]`
+        "Row `j*n + s`: what step `s` taken `j` levels up adds to the output, `sum_c w[c, j] proj[:, (c, j, s)]`."
+        k, n = self.max_depth, self.n
+        W = self.proj.weight.view(self.d_model, self.num_p, k, n)                     # [d_model, P, k, n]
+        return torch.einsum("cj,dcjs->jsd", self.weights(), W).reshape(k * n, self.d_model)
+
     def forward(self, positions:TreePositions # root paths `[*batch, K]`
                ) -> Tensor: # `[*batch, d_model]`
         base = stack_encode(positions, self.n, self.max_depth, self.overflow, dtype=self.raw_p.dtype)  # [*, k*n]
-        w = self.weights()                                                                          # [P, k]
-        out = (base.unflatten(-1, (1, self.max_depth, self.n)) * w[:, :, None]).flatten(-3)           # [*, P*k*n]
-        return self.proj(out) if self.proj is not None else out
+        if self.proj is None:                                       # the output is the weighted encoding itself
+            w = self.weights()                                                                        # [P, k]
+            return (base.unflatten(-1, (1, self.max_depth, self.n)) * w[:, :, None]).flatten(-3)        # [*, P*k*n]
+        return base @ self._table()                      # [*, k*n] @ [k*n, d_model]: weights folded into proj
 
     def extra_repr(self):
         return (f"d_model={self.d_model}, n={self.n}, max_depth={self.max_depth}, num_p={self.num_p}, "
