@@ -430,29 +430,31 @@ class SequenceAPE(OrthogonalPE):
 
 # %% ../nbs/04_algebraic.ipynb #b481d77e
 class _PathProducts(torch.autograd.Function):
-    "Maps of all distinct nodes, level by level, into one preallocated `[U, H, d, d]`: `maps[r] = maps[parent[r]] @ G[i]`."
+    "Maps of all distinct nodes, level by level, into one `[U, H, d, d]`: `maps[r] = maps[parent[r]] @ G[i]`."
     @staticmethod
-    def forward(ctx, G, plan):  # G [n, H, d, d]; plan: per level, per slot i, (i, rows a:b, parent rows [b - a])
+    # G [n, H, d, d]; plan: per level, per slot i, (i, rows a:b, parent rows [b - a])
+    def forward(ctx, G, plan):
         n, H, d, _ = G.shape
         out = G.new_empty(plan[-1][-1][2] if len(plan) else 1, H, d, d)                  # [U, H, d, d]
         out[0] = torch.eye(d, dtype=G.dtype, device=G.device)                           # the root: identity
         for level, groups in enumerate(plan):
             for i, a, b, parent in groups:          # one batched product over the slot's nodes and all heads
                 if level == 0: out[a:b] = G[i]
-                else: torch.matmul(out.index_select(0, parent), G[i], out=out[a:b])   # [m, H, d, d] @ [H, d, d]
+                # [m, H, d, d] @ [H, d, d]
+                else: torch.matmul(out.index_select(0, parent), G[i], out=out[a:b])
         ctx.save_for_backward(G, out); ctx.plan = plan
         return out
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, g):                           # levels in reverse: a node's gradient is complete before its parent's
+    def backward(ctx, g):  # levels in reverse: a node's gradient is complete before its parent's
         G, out = ctx.saved_tensors
         g, gG = g.clone(), torch.zeros_like(G)
         for level in reversed(range(len(ctx.plan))):
             for i, a, b, parent in ctx.plan[level]:
                 gm = g[a:b]                                                              # [m, H, d, d]
                 if level == 0: gG[i] += gm.sum(0); continue
-                gG[i] += (out.index_select(0, parent).mT @ gm).sum(0)                        # dG_i = sum M_p^T dM
+                gG[i] += (out.index_select(0, parent).mT @ gm).sum(0)  # dG_i = sum M_p^T dM
                 g.index_add_(0, parent, gm @ G[i].mT)                                    # dM_p += dM G_i^T
         return gG, None
 
@@ -483,12 +485,13 @@ class TreeAPE(OrthogonalPE):
         plan, total, width, first = [], 1, 1, 0                   # first: row of the previous level's map 0
         for t in range(int(depth.max())):                         # the plan: indices only, no matrices yet
             active = torch.nonzero(depth > t).squeeze(1)
-            key = paths[active, t] * width + node[active]         # distinct nodes at depth t+1, by slot then parent
+            key = paths[active, t] * width + node[active]  # distinct nodes at depth t+1, by slot then parent
             uniq, inv = torch.unique(key, return_inverse=True)
             slot, parent = uniq // width, uniq % width + first
             ends = torch.searchsorted(slot, torch.arange(self.n + 1, device=slot.device)).tolist()
             plan.append([(i, total + ends[i], total + ends[i + 1], parent[ends[i]:ends[i + 1]])
-                         for i in range(self.n) if ends[i + 1] > ends[i]])   # maps(path + [i]) = maps(path) @ G_i
+                         # maps(path + [i]) = maps(path) @ G_i
+                         for i in range(self.n) if ends[i + 1] > ends[i]])
             node[active] = inv
             done = depth[active] == t + 1
             index[active[done]] = total + inv[done]

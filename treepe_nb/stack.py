@@ -112,12 +112,14 @@ def _recent_steps(paths:Tensor, # `[N, K]` checked root paths
     rows = _CPU_BLOCK_ROWS if paths.device.type == "cpu" else max(N, 1)
     # Column 0 of `padded` is -1 and column t + 1 the root path's step t, so a node of (kept) depth D finds
     # its step j levels up in column max(D - j, 0): one row of `cols` per depth, picked by a row lookup.
-    cols = (torch.arange(K + 1, device=paths.device)[:, None] - torch.arange(k, device=paths.device)).clamp_(min=0)
-    padded = paths.new_full((min(rows, N), K + 1), -1, dtype=_slot_dtype(n))     # [rows, K + 1], int8 for n <= 128
+    dev = paths.device
+    cols = (torch.arange(K + 1, device=dev)[:, None] - torch.arange(k, device=dev)).clamp_(min=0)   # [K+1, k]
+    # [rows, K + 1], int8 for n <= 128
+    padded = paths.new_full((min(rows, N), K + 1), -1, dtype=_slot_dtype(n))
     for start in range(0, N, rows):
         p, d = paths[start:start + rows], depth[start:start + rows]
         block = padded[:len(p)]
-        block[:, 1:] = p                                                         # int64 -> int8: 8x less traffic
+        block[:, 1:] = p  # int64 -> int8: 8x less traffic
         yield out[start:start + rows], block.gather(-1, cols.index_select(0, d.clamp(0, K)))   # [rows, k]
 
 def stack_encode(positions:TreePositions, # root paths `[*batch, K]` and depths `[*batch]`
@@ -191,7 +193,7 @@ class TreePositionalEncoding(nn.Module):
         return p ** self.chunk * torch.sqrt(1 - p ** 2) * self.scale
 
     def _table(self) -> Tensor: # `[n*max_depth, d_model]`
-        "Row `j*n + s`: what step `s` taken `j` levels up adds to the output, `sum_c w[c, j] proj[:, (c, j, s)]`."
+        "Row `j*n + s`: what step `s` taken `j` levels up adds, `sum_c w[c, j] proj[:, (c, j, s)]`."
         k, n = self.max_depth, self.n
         W = self.proj.weight.view(self.d_model, self.num_p, k, n)                     # [d_model, P, k, n]
         return torch.einsum("cj,dcjs->jsd", self.weights(), W).reshape(k * n, self.d_model)
@@ -199,9 +201,9 @@ class TreePositionalEncoding(nn.Module):
     def forward(self, positions:TreePositions # root paths `[*batch, K]`
                ) -> Tensor: # `[*batch, d_model]`
         base = stack_encode(positions, self.n, self.max_depth, self.overflow, dtype=self.raw_p.dtype)  # [*, k*n]
-        if self.proj is None:                                       # the output is the weighted encoding itself
+        if self.proj is None:  # the output is the weighted encoding itself
             w = self.weights()                                                                        # [P, k]
-            return (base.unflatten(-1, (1, self.max_depth, self.n)) * w[:, :, None]).flatten(-3)        # [*, P*k*n]
+            return (base.unflatten(-1, (1, self.max_depth, self.n)) * w[:, :, None]).flatten(-3)  # [*, P*k*n]
         return base @ self._table()                      # [*, k*n] @ [k*n, d_model]: weights folded into proj
 
     def extra_repr(self):

@@ -390,27 +390,27 @@ def _smallest_int(top:int):
 
 def _root_paths(parent:np.ndarray, slot:np.ndarray, depth:np.ndarray, K:int, overflow:str, name,
                 bfs:bool=False) -> np.ndarray:
-    "Root paths `[n, K]` of concatenated trees (`parent` -1 at each root), in node order or (`bfs`) level order."
+    "Root paths `[n, K]` of joined trees (`parent` -1 at each root), node order (`bfs`: level order)."
     K = _check_paths_request(depth, K, overflow, name)
     n, levels = len(depth), int(depth.max()) + 1 if len(depth) else 0
-    if K == 0 or levels > 4 * K + 64:                     # nothing stored, or a deep thin tree: K passes are fewer
+    if K == 0 or levels > 4 * K + 64:  # nothing stored, or a deep thin tree: K passes are fewer
         paths = _root_paths_walk(parent, slot, depth, K)
         return paths[np.argsort(depth, kind="stable")] if bfs else paths
     dt = _smallest_int(max(int(slot.max()), 0))
-    width = -(-K * np.dtype(dt).itemsize // 8) * 8 // np.dtype(dt).itemsize   # rows padded to 8-byte multiples
+    width = -(-K * np.dtype(dt).itemsize // 8) * 8 // np.dtype(dt).itemsize  # rows padded to 8-byte multiples
     level = np.argsort(depth.astype(_smallest_int(levels)), kind="stable")    # level order (a radix sort)
-    ends = np.cumsum(np.bincount(depth, minlength=levels))                    # level d is level[ends[d-1]:ends[d]]
-    rank = np.empty(n, np.int64); rank[level] = np.arange(n)                  # each node's place in level order
+    ends = np.cumsum(np.bincount(depth, minlength=levels))  # level d is level[ends[d-1]:ends[d]]
+    rank = np.empty(n, np.int64); rank[level] = np.arange(n)  # each node's place in level order
     up, step = rank[parent[level]], slot[level].astype(dt)                    # [n] parent's place, own slot
     buf = np.empty((n, width), dt)                                            # [n, width] in level order
-    rows = buf.view(np.dtype((np.void, buf.itemsize * width))).reshape(n)     # [n]: a whole row as one element
+    rows = buf.view(np.dtype((np.void, buf.itemsize * width))).reshape(n)  # [n]: a whole row as one element
     buf[:ends[0]] = -1                                                        # the roots: an empty path
-    for d in range(1, levels):                           # one row gather per level, into the level's own block
+    for d in range(1, levels):  # one row gather per level, into the level's own block
         s, e = ends[d - 1], ends[d]
         if d <= K:
             np.take(rows, up[s:e], out=rows[s:e])         # the parent's path (-1 from column d-1 on) ...
             buf[s:e, d - 1] = step[s:e]                    # ... plus this node's slot
-        else:                                              # truncated: drop the oldest step, append the newest
+        else:  # truncated: drop the oldest step, append the newest
             buf[s:e, :K - 1] = buf[up[s:e], 1:K]
             buf[s:e, K - 1] = step[s:e]
     if not bfs: buf = rows[rank].view(dt).reshape(n, width)                   # back to node order
