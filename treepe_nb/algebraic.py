@@ -429,6 +429,35 @@ class SequenceAPE(OrthogonalPE):
 
 
 # %% ../nbs/04_algebraic.ipynb #b481d77e
+class _PathProducts(torch.autograd.Function):
+    "Maps of all distinct nodes, level by level, into one `[U, H, d, d]`: `maps[r] = maps[parent[r]] @ G[i]`."
+    @staticmethod
+    # G [n, H, d, d]; plan: per level, per slot i, (i, rows a:b, parent rows [b - a])
+    def forward(ctx, G, plan):
+        n, H, d, _ = G.shape
+        out = G.new_empty(plan[-1][-1][2] if len(plan) else 1, H, d, d)                  # [U, H, d, d]
+        out[0] = torch.eye(d, dtype=G.dtype, device=G.device)                           # the root: identity
+        for level, groups in enumerate(plan):
+            for i, a, b, parent in groups:          # one batched product over the slot's nodes and all heads
+                if level == 0: out[a:b] = G[i]
+                # [m, H, d, d] @ [H, d, d]
+                else: torch.matmul(out.index_select(0, parent), G[i], out=out[a:b])
+        ctx.save_for_backward(G, out); ctx.plan = plan
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):  # levels in reverse: a node's gradient is complete before its parent's
+        G, out = ctx.saved_tensors
+        g, gG = g.clone(), torch.zeros_like(G)
+        for level in reversed(range(len(ctx.plan))):
+            for i, a, b, parent in ctx.plan[level]:
+                gm = g[a:b]                                                              # [m, H, d, d]
+                if level == 0: gG[i] += gm.sum(0); continue
+                gG[i] += (out.index_select(0, parent).mT @ gm).sum(0)  # dG_i = sum M_p^T dM
+                g.index_add_(0, parent, gm @ G[i].mT)                                    # dM_p += dM G_i^T
+        return gG, None
+
 class TreeAPE(OrthogonalPE):
     "Algebraic PE of trees: one orthogonal generator per branch and head; a node's map is the product along its root path."
     def __init__(self, dim:int, # head dimension
@@ -449,29 +478,25 @@ class TreeAPE(OrthogonalPE):
             raise TypeError(f"positions must be TreePositions, got {type(positions).__name__}")
         positions.check(n=self.n, what="positions")               # slots < n, whole paths, not empty
         G = self.generators()                                     # [n, heads, d, d]: one matrix_exp
-        H, d = self.heads, self.dim
         depth = positions.depth.reshape(-1)
         paths = positions.paths.reshape(len(depth), positions.paths.shape[-1])
         index = torch.where(depth == 0, 0, -1)                    # map 0 is the root's, the identity
         node = torch.zeros_like(depth)                            # each token's ancestor at the current level
-        levels = [torch.eye(d, dtype=G.dtype, device=G.device).expand(1, H, d, d)]
-        total = 1
-        for t in range(int(depth.max())):
+        plan, total, width, first = [], 1, 1, 0                   # first: row of the previous level's map 0
+        for t in range(int(depth.max())):                         # the plan: indices only, no matrices yet
             active = torch.nonzero(depth > t).squeeze(1)
-            prev = levels[-1]
-            key = paths[active, t] * len(prev) + node[active]     # distinct nodes at depth t+1, by slot then parent
+            key = paths[active, t] * width + node[active]  # distinct nodes at depth t+1, by slot then parent
             uniq, inv = torch.unique(key, return_inverse=True)
-            slot, parent = uniq // len(prev), uniq % len(prev)
-            parts = []
-            for i in range(self.n):                               # maps(path + [i]) = maps(path) @ G_i
-                sel = parent[slot == i]
-                if len(sel): parts.append(G[i].expand(len(sel), H, d, d) if t == 0 else _take(prev, sel) @ G[i])
-            levels.append(torch.cat(parts) if len(parts) > 1 else parts[0])
+            slot, parent = uniq // width, uniq % width + first
+            ends = torch.searchsorted(slot, torch.arange(self.n + 1, device=slot.device)).tolist()
+            plan.append([(i, total + ends[i], total + ends[i + 1], parent[ends[i]:ends[i + 1]])
+                         # maps(path + [i]) = maps(path) @ G_i
+                         for i in range(self.n) if ends[i + 1] > ends[i]])
             node[active] = inv
-            ends = depth[active] == t + 1
-            index[active[ends]] = total + inv[ends]
-            total += len(uniq)
-        return PositionMaps(torch.cat(levels), index.view(positions.depth.shape))
+            done = depth[active] == t + 1
+            index[active[done]] = total + inv[done]
+            first, width, total = total, len(uniq), total + len(uniq)
+        return PositionMaps(_PathProducts.apply(G, plan), index.view(positions.depth.shape))
 
     def extra_repr(self): return f"dim={self.dim}, n={self.n}, heads={self.heads}, init={self.init!r}"
 

@@ -97,6 +97,31 @@ def path_map(up_steps:int, # steps up to the common ancestor
 # %% ../nbs/02_stack.ipynb #f7b60183
 _CPU_BLOCK_ROWS = 8192                                   # rows per block on the CPU: the index tensors fit in cache
 
+def _slot_dtype(n:int) -> torch.dtype:
+    "The narrowest signed integer dtype that holds the slots -1 .. n-1."
+    return next(t for t in (torch.int8, torch.int16, torch.int32) if n - 1 <= torch.iinfo(t).max) \
+        if n - 1 <= torch.iinfo(torch.int32).max else torch.int64
+
+def _recent_steps(paths:Tensor, # `[N, K]` checked root paths
+                  depth:Tensor, # `[N]`
+                  k:int, # steps wanted per node
+                  n:int, # branching factor (sets the narrow dtype of the steps)
+                  out:Tensor): # `[N, ...]`: cut into the same blocks as the steps
+    "Yield `(out block, steps block)`: `steps[r, j]` is row r's slot j levels up, -1 if none (a narrow int)."
+    N, K = paths.shape
+    rows = _CPU_BLOCK_ROWS if paths.device.type == "cpu" else max(N, 1)
+    # Column 0 of `padded` is -1 and column t + 1 the root path's step t, so a node of (kept) depth D finds
+    # its step j levels up in column max(D - j, 0): one row of `cols` per depth, picked by a row lookup.
+    dev = paths.device
+    cols = (torch.arange(K + 1, device=dev)[:, None] - torch.arange(k, device=dev)).clamp_(min=0)   # [K+1, k]
+    # [rows, K + 1], int8 for n <= 128
+    padded = paths.new_full((min(rows, N), K + 1), -1, dtype=_slot_dtype(n))
+    for start in range(0, N, rows):
+        p, d = paths[start:start + rows], depth[start:start + rows]
+        block = padded[:len(p)]
+        block[:, 1:] = p  # int64 -> int8: 8x less traffic
+        yield out[start:start + rows], block.gather(-1, cols.index_select(0, d.clamp(0, K)))   # [rows, k]
+
 def stack_encode(positions:TreePositions, # root paths `[*batch, K]` and depths `[*batch]`
                  n:int, # branching factor: slots must be < n
                  max_depth:int, # deepest depth encoded exactly (the paper's k): the result has n*max_depth entries
@@ -121,13 +146,7 @@ def stack_encode(positions:TreePositions, # root paths `[*batch, K]` and depths 
         padded = torch.cat([paths.new_full((N, k), -1), paths], -1)                 # [N, k + K]
         step = padded.gather(-1, depth.clamp(0, K)[:, None] + back)                 # [N, k]
         return (step[..., None] == torch.arange(n, device=paths.device)).to(dtype).reshape(*batch, n * k)
-    rows = _CPU_BLOCK_ROWS if paths.device.type == "cpu" else N
-    padded = paths.new_full((min(rows, N), k + K), -1)                              # [rows, k + K]
-    for start in range(0, N, rows):                                 # blocks of rows (one block on a GPU)
-        p, d, o = paths[start:start + rows], depth[start:start + rows], out[start:start + rows]
-        block = padded[:len(p)]
-        block[:, k:] = p
-        step = block.gather(-1, d.clamp(0, K)[:, None] + back)     # [rows, k]: slot j levels up, -1 if none
+    for o, step in _recent_steps(paths, depth, k, n, out):         # blocks of rows (one block on a GPU)
         for i in range(n): torch.eq(step, i, out=o[..., i])        # the one-hot, written in place (n is small)
     return out.reshape(*batch, n * k)                               # [*batch, n*k]
 
@@ -173,12 +192,19 @@ class TreePositionalEncoding(nn.Module):
         p = self.p[:, None]                                                          # [P, 1]
         return p ** self.chunk * torch.sqrt(1 - p ** 2) * self.scale
 
+    def _table(self) -> Tensor: # `[n*max_depth, d_model]`
+        "Row `j*n + s`: what step `s` taken `j` levels up adds, `sum_c w[c, j] proj[:, (c, j, s)]`."
+        k, n = self.max_depth, self.n
+        W = self.proj.weight.view(self.d_model, self.num_p, k, n)                     # [d_model, P, k, n]
+        return torch.einsum("cj,dcjs->jsd", self.weights(), W).reshape(k * n, self.d_model)
+
     def forward(self, positions:TreePositions # root paths `[*batch, K]`
                ) -> Tensor: # `[*batch, d_model]`
         base = stack_encode(positions, self.n, self.max_depth, self.overflow, dtype=self.raw_p.dtype)  # [*, k*n]
-        w = self.weights()                                                                          # [P, k]
-        out = (base.unflatten(-1, (1, self.max_depth, self.n)) * w[:, :, None]).flatten(-3)           # [*, P*k*n]
-        return self.proj(out) if self.proj is not None else out
+        if self.proj is None:  # the output is the weighted encoding itself
+            w = self.weights()                                                                        # [P, k]
+            return (base.unflatten(-1, (1, self.max_depth, self.n)) * w[:, :, None]).flatten(-3)  # [*, P*k*n]
+        return base @ self._table()                      # [*, k*n] @ [k*n, d_model]: weights folded into proj
 
     def extra_repr(self):
         return (f"d_model={self.d_model}, n={self.n}, max_depth={self.max_depth}, num_p={self.num_p}, "

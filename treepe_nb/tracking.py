@@ -204,8 +204,8 @@ class TreeTracker:
         self._head, self._tail, self._emitted = (x.full((B,), 0, x.long) for _ in range(3))
         self._done, self._failed = x.full((B,), False, x.bool), x.full((B,), False, x.bool)
         self._rows, self._zero, self._zeros = x.arange(B, x.long), x.full((1,), 0, x.long), x.full((B,), 0, x.long)
-        self._slot_entries = x.stack((x.arange(n, x.long), x.full((n,), 1, x.long), x.full((n,), 0, x.long)),
-                                     -1)[None]                              # [1, n, 3]: (slot, +1 depth, +0 step)
+        self._child_entries = x.full((B, n, 3), -1, x.long)  # [B, n, 3]: (slot, depth, parent's step)
+        self._child_entries[:, :, 0] = x.arange(n, x.long)  # the slots never change: written once
         self._room = x.full((B,), max_nodes - 1, x.long)         # children the next node may still announce
         root = x.full((B, 3), -1, x.long); root[:, 1] = 0                   # slot -1, depth 0, no parent
         self._set_next(x.full((B, K + 2), -1, x.int8), root)
@@ -215,8 +215,8 @@ class TreeTracker:
         self._path, self._parent, self._depth = path, entry[:, 2], entry[:, 1]
         self._leaf_only = self._done | (self._depth >= self.max_depth)     # no children allowed here
         # the entries of its children: (slot, this node's depth + 1, this node's step)
-        self._child_entries = self._slot_entries + self._x.stack((self._zeros, self._depth, self._emitted),
-                                                                 -1)[:, None, :]
+        self._child_entries[:, :, 1] = self._depth[:, None] + 1  # written in place: no stack per step
+        self._child_entries[:, :, 2] = self._emitted[:, None]
 
     @property
     def batch_size(self) -> int: return len(self._done)

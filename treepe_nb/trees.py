@@ -356,11 +356,11 @@ class TreePositions:
 # %% ../nbs/01_trees.ipynb #a520f28b
 _MAX_PATH_ENTRIES = 2 ** 28                                  # 2 GiB of int64 root paths
 
-def _root_paths(parent:np.ndarray, slot:np.ndarray, depth:np.ndarray, K:int, overflow:str, name) -> np.ndarray:
-    "Root paths `[n, K]` of concatenated trees (`parent` -1 at each root); see `Tree.positions`."
+def _check_paths_request(depth:np.ndarray, K:int, overflow:str, name) -> int:
+    "Validate a root-path request (policy, width, size, depths) and return `K`."
     check_overflow(overflow)
     K = _limit(K, "max_depth")
-    n = len(parent)
+    n = len(depth)
     if n * K > _MAX_PATH_ENTRIES:
         raise ValueError(f"root paths for {n} nodes x max_depth {K} would take {n * K * 8 / 2**30:.1f} GiB; "
                          f"pass a smaller max_depth (with overflow='truncate' to keep the most recent steps)")
@@ -369,6 +369,11 @@ def _root_paths(parent:np.ndarray, slot:np.ndarray, depth:np.ndarray, K:int, ove
         i = deep[0]
         raise ValueError(f"{name(i)} has depth {depth[i]} > max_depth={K}; raise max_depth, or pass "
                          f"overflow='truncate' to keep its most recent {K} steps (Shiv & Quirk's truncation)")
+    return K
+
+def _root_paths_walk(parent:np.ndarray, slot:np.ndarray, depth:np.ndarray, K:int) -> np.ndarray:
+    "The simple form (and the test oracle): walk every node up K times, then reverse each row to root first."
+    n = len(parent)
     up = np.where(parent < 0, np.arange(n), parent)           # roots point to themselves (and have slot -1)
     recent = np.empty((n, K), dtype=np.int64)                 # recent[i, s]: slot of the ancestor s levels up
     at = np.arange(n)
@@ -378,6 +383,38 @@ def _root_paths(parent:np.ndarray, slot:np.ndarray, depth:np.ndarray, K:int, ove
     kept = np.minimum(depth, K)
     col = kept[:, None] - 1 - np.arange(K)                    # root first: column t holds step kept-1-t
     return np.where(col >= 0, np.take_along_axis(recent, col.clip(0), axis=1), -1)
+
+def _smallest_int(top:int):
+    "The narrowest signed integer dtype that holds -1 .. top."
+    return next(t for t in (np.int8, np.int16, np.int32, np.int64) if top <= np.iinfo(t).max)
+
+def _root_paths(parent:np.ndarray, slot:np.ndarray, depth:np.ndarray, K:int, overflow:str, name,
+                bfs:bool=False) -> np.ndarray:
+    "Root paths `[n, K]` of joined trees (`parent` -1 at each root), node order (`bfs`: level order)."
+    K = _check_paths_request(depth, K, overflow, name)
+    n, levels = len(depth), int(depth.max()) + 1 if len(depth) else 0
+    if K == 0 or levels > 4 * K + 64:  # nothing stored, or a deep thin tree: K passes are fewer
+        paths = _root_paths_walk(parent, slot, depth, K)
+        return paths[np.argsort(depth, kind="stable")] if bfs else paths
+    dt = _smallest_int(max(int(slot.max()), 0))
+    width = -(-K * np.dtype(dt).itemsize // 8) * 8 // np.dtype(dt).itemsize  # rows padded to 8-byte multiples
+    level = np.argsort(depth.astype(_smallest_int(levels)), kind="stable")    # level order (a radix sort)
+    ends = np.cumsum(np.bincount(depth, minlength=levels))  # level d is level[ends[d-1]:ends[d]]
+    rank = np.empty(n, np.int64); rank[level] = np.arange(n)  # each node's place in level order
+    up, step = rank[parent[level]], slot[level].astype(dt)                    # [n] parent's place, own slot
+    buf = np.empty((n, width), dt)                                            # [n, width] in level order
+    rows = buf.view(np.dtype((np.void, buf.itemsize * width))).reshape(n)  # [n]: a whole row as one element
+    buf[:ends[0]] = -1                                                        # the roots: an empty path
+    for d in range(1, levels):  # one row gather per level, into the level's own block
+        s, e = ends[d - 1], ends[d]
+        if d <= K:
+            np.take(rows, up[s:e], out=rows[s:e])         # the parent's path (-1 from column d-1 on) ...
+            buf[s:e, d - 1] = step[s:e]                    # ... plus this node's slot
+        else:  # truncated: drop the oldest step, append the newest
+            buf[s:e, :K - 1] = buf[up[s:e], 1:K]
+            buf[s:e, K - 1] = step[s:e]
+    if not bfs: buf = rows[rank].view(dt).reshape(n, width)                   # back to node order
+    return buf[:, :K].astype(np.int64)                                        # [n, K]
 
 @patch
 def order(self:Tree, order:str="dfs" # "dfs" (preorder) or "bfs" (level order)
@@ -394,9 +431,11 @@ def positions(self:Tree, order:str="dfs", # "dfs" or "bfs": the order of the ret
              ) -> TreePositions:
     "Root paths and depths of the nodes, listed in `order`."
     K = int(self.depth.max()) if max_depth is None else max_depth
-    paths = _root_paths(self.parent, self.slot, self.depth, K, overflow, self._node)
-    idx = self.order(order)
-    return TreePositions(torch.from_numpy(paths[idx]), torch.from_numpy(self.depth[idx]), trusted=True)
+    idx = self.order(order) if order in ("dfs", "bfs") else None
+    paths = _root_paths(self.parent, self.slot, self.depth, K, overflow, self._node, bfs=order == "bfs")
+    if idx is None: self.order(order)                                     # the error for an unknown order
+    depth = self.depth if order == "dfs" else self.depth[idx]
+    return TreePositions(torch.from_numpy(paths), torch.from_numpy(depth.copy()), trusted=True)
 
 
 # %% ../nbs/01_trees.ipynb #ed6ab724
