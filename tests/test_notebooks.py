@@ -19,3 +19,46 @@ def test_notebook(notebook, request):
     force = FLAGS if request.config.getoption("--slow") else None
     ok, seconds = nbdev_test.test_nb(notebook, skip_flags=FLAGS, force_flags=force)
     assert ok, f"{notebook.name} failed (traceback above, in the captured stderr)"
+
+
+def test_benchmarks_flag_gates_slow_cells(monkeypatch):
+    "`benchmarks_flag` (the flag cell of notebooks with long benchmarks): `#| slow` cells run only while `BENCHMARKS`."
+    from IPython.core.interactiveshell import InteractiveShell
+    monkeypatch.delenv("TREEPE_BENCHMARKS", raising=False)
+    shell = InteractiveShell()
+    try:
+        shell.run_cell("from treepe_nb.showdoc import benchmarks_flag\nBENCHMARKS = benchmarks_flag('none.ipynb')")
+        assert shell.user_ns["BENCHMARKS"] is False
+        shell.run_cell("#| slow\nran = True")
+        assert "ran" not in shell.user_ns                                 # skipped
+        shell.run_cell("#| export\n#| slow\nx = 1\n#| slow")              # directives at the top only are read
+        assert "x" not in shell.user_ns
+        shell.run_cell("y = 1  #| slow")
+        assert shell.user_ns["y"] == 1                                    # not a directive: runs
+        shell.run_cell("BENCHMARKS = benchmarks_flag('none.ipynb')")     # re-running the flag cell: one hook
+        assert sum(getattr(h, "treepe_gate", False) for h in shell.input_transformers_cleanup) == 1
+        shell.run_cell("BENCHMARKS = True")
+        shell.run_cell("#| slow\nran = True")
+        assert shell.user_ns["ran"] is True
+        monkeypatch.setenv("TREEPE_BENCHMARKS", "1")
+        shell.run_cell("BENCHMARKS = benchmarks_flag('none.ipynb')")
+        assert shell.user_ns["BENCHMARKS"] is True
+    finally:
+        shell.clear_instance()
+
+
+def test_runall_table_covers_every_notebook_within_limits():
+    """`nbs/results/runall.json` (written by `python tools/runall.py`) has a Run All row for every notebook, and each
+    stayed within the limits a laptop reader needs: about a minute and well under 2 GB. A recorded measurement is
+    checked, nothing is timed here; re-measure after changing a notebook."""
+    import importlib.util, json
+    spec = importlib.util.spec_from_file_location("runall", cfg.config_path / "tools" / "runall.py")
+    runall = importlib.util.module_from_spec(spec); spec.loader.exec_module(runall)
+    table = json.loads(runall.TABLE.read_text())
+    rows = table["notebooks"]
+    names = {p.name for p in runall.notebooks()}
+    assert names <= set(rows), f"no Run All measurement for {sorted(names - set(rows))}: run python tools/runall.py"
+    assert set(rows) <= names, f"rows for notebooks that no longer exist: {sorted(set(rows) - names)}"
+    for name, r in rows.items():
+        assert r["peak_rss_mb"] < runall.LIMIT_RSS_MB, f"{name}: Run All peaked at {r['peak_rss_mb']} MB"
+        assert r["seconds"] < runall.LIMIT_SECONDS, f"{name}: Run All took {r['seconds']} s"

@@ -4,6 +4,10 @@ and recording the kernel's peak resident memory. The notebooks are executed in m
 
     python tools/runall.py                         # every notebook -> nbs/results/runall.json
     python tools/runall.py nbs/04_algebraic.ipynb  # some of them (their rows are replaced, the others kept)
+    python tools/runall.py --benchmarks            # with TREEPE_BENCHMARKS=1: the gated benchmarks run too
+
+Rows measured with `--benchmarks` go to the table's `with_benchmarks` section, which the notebooks' flag cell
+(`treepe_nb.showdoc.benchmarks_flag`) reads to say what turning the benchmarks on costs.
 
 Each row: `seconds` (wall time of all cells, kernel start excluded), `peak_rss_mb` (the kernel's own peak RSS,
 `getrusage(RUSAGE_SELF).ru_maxrss`), `children_peak_rss_mb` (the largest peak RSS of a process the kernel started
@@ -45,10 +49,11 @@ def _stdout(cell) -> str:
     return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
 
 
-def run_all(path: Path, timeout: int = 900) -> dict:
+def run_all(path: Path, timeout: int = 900, benchmarks: bool = False) -> dict:
     "Run every cell of `path` in a fresh kernel started in its folder; wall time, peak RSS and the slowest cells."
     nb = nbformat.read(path, as_version=4)
     env = {k: v for k, v in os.environ.items() if k != "TREEPE_BENCHMARKS"}
+    if benchmarks: env["TREEPE_BENCHMARKS"] = "1"
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])  # this checkout's code
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
@@ -83,14 +88,16 @@ def main(argv=None):
     ap.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in nbs/")
     ap.add_argument("--out", type=Path, default=TABLE, help=f"the table to write (default {TABLE.relative_to(ROOT)})")
     ap.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell")
+    ap.add_argument("--benchmarks", action="store_true", help="run with TREEPE_BENCHMARKS=1 (the gated benchmarks too)")
     args = ap.parse_args(argv)
     paths = [p.resolve() for p in args.notebooks] or notebooks()
-    table = json.loads(args.out.read_text()) if args.out.exists() else {"notebooks": {}}
+    table = json.loads(args.out.read_text()) if args.out.exists() else {}
+    rows = table.setdefault("with_benchmarks" if args.benchmarks else "notebooks", {})
     for p in paths:
         print(f"{p.name:24s} ...", end=" ", flush=True)
         before = machine()
-        row = run_all(p, args.timeout) | {"machine": before, "measured": time.strftime("%Y-%m-%d %H:%M")}
-        table["notebooks"][p.name] = row
+        row = run_all(p, args.timeout, args.benchmarks) | {"machine": before, "measured": time.strftime("%Y-%m-%d %H:%M")}
+        rows[p.name] = row
         table["limits"] = {"seconds": LIMIT_SECONDS, "peak_rss_mb": LIMIT_RSS_MB}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")   # after each: a partial run is kept

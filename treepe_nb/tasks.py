@@ -567,7 +567,7 @@ def plot_stats(self:Task, split:str="train", # which split
               ):
     "Histograms of source and target lengths and of tree depths in one split."
     import matplotlib.pyplot as plt
-    if axes is None: _, axes = plt.subplots(1, 3, figsize=(12, 2.6))
+    if axes is None: _, axes = plt.subplots(1, 3, figsize=(10, 2.4))
     data = self.splits[split]
     sd = np.array([_size_depth(e.src) for e in data]); td = _target_sizes(self, data)
     axes[0].hist(sd[:, 0], bins=30, color="tab:blue"); axes[0].set_title(f"{self.name}: source length")
@@ -586,7 +586,7 @@ def draw(self:Task, i:int=0, # example index
     "Draw example `i`: source and target trees side by side (sequences as text)."
     import matplotlib.pyplot as plt
     e = self.splits[split][i]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 3.2), gridspec_kw=dict(width_ratios=[1, 1]))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 2.8), gridspec_kw=dict(width_ratios=[1, 1]))
     for ax, x, title in ((axes[0], e.src, "source"), (axes[1], e.tgt, "target")):
         if isinstance(x, Tree) and len(x) <= max_nodes: x.draw(ax=ax, slots=False)
         else:
