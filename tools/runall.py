@@ -54,7 +54,8 @@ def run_all(path: Path, timeout: int = 900, benchmarks: bool = False) -> dict:
     nb = nbformat.read(path, as_version=4)
     env = {k: v for k, v in os.environ.items() if k != "TREEPE_BENCHMARKS"}
     if benchmarks: env["TREEPE_BENCHMARKS"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])  # this checkout's code
+    # this checkout's code first (an editable install elsewhere would otherwise win)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     cells = []
@@ -73,8 +74,8 @@ def run_all(path: Path, timeout: int = 900, benchmarks: bool = False) -> dict:
         client.execute_cell(threads, len(nb.cells) - 1)
     rss = json.loads(_stdout(probe))
     slowest = sorted(cells, reverse=True)[:3]
-    return {"seconds": round(seconds, 1), "peak_rss_mb": round(rss["self"]), "children_peak_rss_mb": round(rss["children"]),
-            "torch_threads": int(_stdout(threads)), "cells": len(cells),
+    return {"seconds": round(seconds, 1), "peak_rss_mb": round(rss["self"]),
+            "children_peak_rss_mb": round(rss["children"]), "torch_threads": int(_stdout(threads)), "cells": len(cells),
             "slowest_cells": [{"cell": i, "seconds": round(s, 1), "first_line": line} for s, i, line in slowest]}
 
 
@@ -86,9 +87,9 @@ def machine() -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in nbs/")
-    ap.add_argument("--out", type=Path, default=TABLE, help=f"the table to write (default {TABLE.relative_to(ROOT)})")
+    ap.add_argument("--out", type=Path, default=TABLE, help=f"table to write (default {TABLE.relative_to(ROOT)})")
     ap.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell")
-    ap.add_argument("--benchmarks", action="store_true", help="run with TREEPE_BENCHMARKS=1 (the gated benchmarks too)")
+    ap.add_argument("--benchmarks", action="store_true", help="with TREEPE_BENCHMARKS=1 (gated benchmarks too)")
     args = ap.parse_args(argv)
     paths = [p.resolve() for p in args.notebooks] or notebooks()
     table = json.loads(args.out.read_text()) if args.out.exists() else {}
@@ -96,11 +97,12 @@ def main(argv=None):
     for p in paths:
         print(f"{p.name:24s} ...", end=" ", flush=True)
         before = machine()
-        row = run_all(p, args.timeout, args.benchmarks) | {"machine": before, "measured": time.strftime("%Y-%m-%d %H:%M")}
+        row = run_all(p, args.timeout, args.benchmarks)
+        row |= {"machine": before, "measured": time.strftime("%Y-%m-%d %H:%M")}
         rows[p.name] = row
         table["limits"] = {"seconds": LIMIT_SECONDS, "peak_rss_mb": LIMIT_RSS_MB}
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")   # after each: a partial run is kept
+        args.out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")   # after each: partial runs kept
         print(f"{row['seconds']:7.1f} s  {row['peak_rss_mb']:6d} MB  (children {row['children_peak_rss_mb']} MB, "
               f"load {before['load_average_1min']})", flush=True)
 

@@ -28,24 +28,25 @@ def _flags(lines):
     return names
 
 def _cost(notebook, table="results/runall.json"):
-    "What the notebook's Run All cost with the benchmarks on, from the table `tools/runall.py --benchmarks` writes."
+    "The notebook's Run All cost with the benchmarks on, from the table `tools/runall.py --benchmarks` writes."
     try: row = json.loads(Path(table).read_text())["with_benchmarks"][notebook]
     except (OSError, KeyError, ValueError): return ""
-    return (f"; with them on, Run All took {row['seconds'] / 60:.1f} min and peaked at {row['peak_rss_mb'] / 1024:.1f} GB"
+    minutes, gb = row["seconds"] / 60, row["peak_rss_mb"] / 1024
+    return (f"; with them on, Run All took {minutes:.1f} min and peaked at {gb:.1f} GB"
             f" on a {row['machine']['cpu_threads']}-thread CPU ({row['measured'][:10]})")
 
 def benchmarks_flag(notebook:str, # this notebook's file name, e.g. "04_algebraic.ipynb" (to look up its cost)
                     flags:tuple=("slow",), # the cells gated: those with one of these `#| ` directives
                    ) -> bool: # whether the benchmarks run: `TREEPE_BENCHMARKS=1` in the environment
-    """Gate a notebook's long cells behind `BENCHMARKS`: in IPython, a cell flagged `#| slow` runs only while the
-    notebook's variable `BENCHMARKS` is true, and otherwise prints that it was skipped (its stored output is what the
-    documentation shows). `pytest --slow` and `tools/run_notebook.py --slow` set `TREEPE_BENCHMARKS=1`."""
+    """Gate a notebook's long cells behind `BENCHMARKS`: in IPython, a cell flagged `#| slow` runs only while
+    the notebook's variable `BENCHMARKS` is true, and otherwise prints that it was skipped (its stored output is
+    what the documentation shows). `pytest --slow` and `tools/run_notebook.py --slow` set `TREEPE_BENCHMARKS=1`."""
     on = os.environ.get("TREEPE_BENCHMARKS") == "1"
     shell = getattr(builtins, "get_ipython", lambda: None)()
     if shell is not None:
         def gate(lines):
             if not set(_flags(lines)) & set(flags) or shell.user_ns.get("BENCHMARKS", False): return lines
-            return ["print('Skipped: a benchmark cell (set BENCHMARKS = True, or run with TREEPE_BENCHMARKS=1).')\n"]
+            return ["print('Skipped: a benchmark cell (set BENCHMARKS = True or TREEPE_BENCHMARKS=1 to run it).')\n"]
         gate.treepe_gate = True
         hooks = shell.input_transformers_cleanup
         hooks[:] = [h for h in hooks if not getattr(h, "treepe_gate", False)] + [gate]
