@@ -45,8 +45,10 @@ class YamlNode:
         return "".join(parts)
 
     def __repr__(self):
-        return (f"YamlNode({self.kind.name} {self.token!r} at {self.path or '<document>'}, depth={self.depth}, "
-                f"sibling={self.sibling}, doc={self.doc}, line={self.line})")
+        return (
+            f"YamlNode({self.kind.name} {self.token!r} at {self.path or '<document>'}, depth={self.depth}, "
+            f"sibling={self.sibling}, doc={self.doc}, line={self.line})"
+        )
 
 def _records(y:YamlTree|None) -> list[YamlNode]:
     if y is None: return []
@@ -92,7 +94,8 @@ class AdditiveTreePE(nn.Module):
                  depth_base:float=10000.0, # wavelength scale of the sinusoidal depth rows (`sequence.sinusoidal`)
                 ):
         super().__init__()
-        if depth_init not in ("normal", "sinusoidal"): raise ValueError(f"depth_init must be 'normal' or 'sinusoidal', got {depth_init!r}")
+        if depth_init not in ("normal", "sinusoidal"):
+            raise ValueError(f"depth_init must be 'normal' or 'sinusoidal', got {depth_init!r}")
         check_overflow(overflow)
         d_model, max_depth = _limit(d_model, "d_model", 1), _limit(max_depth, "max_depth")
         max_sibling, num_types = _limit(max_sibling, "max_sibling"), _limit(num_types, "num_types", 1)
@@ -108,9 +111,12 @@ class AdditiveTreePE(nn.Module):
 
     def reset_parameters(self):
         "Random normal rows; with `depth_init='sinusoidal'` the depth rows are the sinusoidal encoding of 0, 1, 2, ..."
-        for emb in (self.depth_emb, self.sibling_emb, self.type_emb): nn.init.normal_(emb.weight, 0.0, self.init_std)
+        for emb in (self.depth_emb, self.sibling_emb, self.type_emb):
+            nn.init.normal_(emb.weight, 0.0, self.init_std)
         if self.depth_init == "sinusoidal":              # scaled by sqrt(2) init_std: the norm of a random row
-            table = sinusoidal(self.max_depth + 1, self.d_model, self.depth_base, dtype=torch.float64) * (2 ** 0.5 * self.init_std)
+            table = sinusoidal(self.max_depth + 1, self.d_model, self.depth_base, dtype=torch.float64) * (
+                2**0.5 * self.init_std
+            )
             with torch.no_grad(): self.depth_emb.weight.copy_(table)
 
     def forward(self,
@@ -118,10 +124,13 @@ class AdditiveTreePE(nn.Module):
                 kinds:Tensor, # LongTensor `[*batch]` of node types (`NodeKind` values for YAML)
                ) -> Tensor: # `[*batch, d_model]`, in the dtype of the tables
         "The encoding of every node: depth and sibling index from `positions`, type from `kinds`."
-        if not isinstance(positions, TreePositions): raise TypeError(f"positions must be TreePositions, got {type(positions).__name__}")
+        if not isinstance(positions, TreePositions):
+            raise TypeError(f"positions must be TreePositions, got {type(positions).__name__}")
         if not isinstance(kinds, Tensor) or kinds.shape != positions.shape:
-            raise ValueError(f"kinds must be a tensor shaped like positions.depth {tuple(positions.shape)}, got "
-                             f"{tuple(kinds.shape) if isinstance(kinds, Tensor) else type(kinds).__name__}")
+            raise ValueError(
+                f"kinds must be a tensor shaped like positions.depth {tuple(positions.shape)}, got "
+                f"{tuple(kinds.shape) if isinstance(kinds, Tensor) else type(kinds).__name__}"
+            )
         positions.check(max_depth=self.max_depth, overflow=self.overflow)   # the sibling index checks zero-width paths
         return self.embed(positions.depth, positions.sibling(lcrs=self.lcrs), kinds)
 
@@ -140,7 +149,9 @@ class AdditiveTreePE(nn.Module):
         if not torch.compiler.is_compiling():
             truncate = self.overflow == "truncate"
             _check_rows(depth.masked_fill(pad, 0), self.max_depth, "depth", "max_depth", truncate)
-            _check_rows(sibling.masked_fill(pad, 0), self.max_sibling, "sibling index", "max_sibling", truncate)
+            _check_rows(
+                sibling.masked_fill(pad, 0), self.max_sibling, "sibling index", "max_sibling", truncate
+            )
             _check_rows(kinds.masked_fill(pad, 0), self.num_types - 1, "node type", "num_types - 1", None)
         out = (self.depth_emb(depth.clamp(0, self.max_depth)) + self.sibling_emb(sibling.clamp(0, self.max_sibling))
                + self.type_emb(kinds.masked_fill(pad, 0)))                # [*batch, d_model]
@@ -160,7 +171,8 @@ class YamlInputs:
 
     @property
     def mask(self) -> Tensor: return self.positions.mask
-    def to(self, device) -> YamlInputs: return YamlInputs(self.tokens.to(device), self.positions.to(device), self.kinds.to(device))
+    def to(self, device) -> YamlInputs:
+        return YamlInputs(self.tokens.to(device), self.positions.to(device), self.kinds.to(device))
     def __len__(self): return self.tokens.shape[-1]
 
 # %% ../nbs/05_additive.ipynb #3ee953de
@@ -190,11 +202,14 @@ class YamlVocab:
                       ) -> YamlVocab:
         "Count key and value tokens separately and keep the frequent ones, most frequent first."
         if isinstance(documents, (str, bytes)):
-            raise TypeError("documents must be YamlTree objects (read_yaml(text, note=True)), not the text itself")
+            raise TypeError(
+                "documents must be YamlTree objects (read_yaml(text, note=True)), not the text itself"
+            )
         counts = {True: Counter(), False: Counter()}
         for b, doc in enumerate(documents):
             if doc is None: continue
-            if not isinstance(doc, YamlTree): raise TypeError(f"item {b} of documents is a {type(doc).__name__}, not a YamlTree")
+            if not isinstance(doc, YamlTree):
+                raise TypeError(f"item {b} of documents is a {type(doc).__name__}, not a YamlTree")
             for tok, kind in zip(doc.tokens, doc.kinds.tolist()): counts[kind in _KEY_KINDS][tok] += 1
         def keep(c, limit):
             ranked = sorted((t for t, k in c.items() if k >= min_count), key=lambda t: (-c[t], t))
@@ -209,8 +224,10 @@ class YamlVocab:
                special:bool=False, # add `<start>` first and `<end>` last (their positions are the caller's to add)
               ) -> Tensor: # token ids, LongTensor `[length (+2)]`
         "Token ids of a document, each looked up in the key or the value vocabulary according to its kind."
-        if unknown not in ("unk", "raise"): raise ValueError(f"unknown must be 'unk' or 'raise', got {unknown!r}")
-        if not isinstance(doc, YamlTree): raise TypeError(f"doc must be a YamlTree (from read_yaml), got {type(doc).__name__}")
+        if unknown not in ("unk", "raise"):
+            raise ValueError(f"unknown must be 'unk' or 'raise', got {unknown!r}")
+        if not isinstance(doc, YamlTree):
+            raise TypeError(f"doc must be a YamlTree (from read_yaml), got {type(doc).__name__}")
         ids = []
         for i, (tok, kind) in enumerate(zip(doc.tokens, doc.kinds.tolist())):
             is_key = kind in _KEY_KINDS
@@ -230,7 +247,8 @@ class YamlVocab:
         "Encode several documents and pad them to one batch: ids, positions and kinds."
         if not documents: raise ValueError("encode_batch needs at least one document")
         for b, d in enumerate(documents):
-            if not isinstance(d, YamlTree): raise TypeError(f"item {b} of documents is a {type(d).__name__}, not a YamlTree")
+            if not isinstance(d, YamlTree):
+                raise TypeError(f"item {b} of documents is a {type(d).__name__}, not a YamlTree")
         positions = [d.positions(max_depth, overflow) for d in documents]
         L = max(len(d) for d in documents)
         tokens = torch.full((len(documents), L), self.pad, dtype=torch.long)

@@ -52,7 +52,9 @@ class SeqVocab:
                     min_count:int=1, # tokens seen fewer times are left out (they encode as `<unk>`)
                    ) -> SeqVocab:
         "The tokens seen at least `min_count` times, most frequent first (ties by their text)."
-        return cls(sorted((t for t, c in counts.items() if c >= min_count), key=lambda t: (-counts[t], str(t))))
+        return cls(
+            sorted((t for t, c in counts.items() if c >= min_count), key=lambda t: (-counts[t], str(t)))
+        )
 
     def __len__(self): return len(self._ids)
     def __repr__(self): return f"SeqVocab({len(self)} tokens)"
@@ -62,7 +64,8 @@ class SeqVocab:
                unknown:str="raise", # a token outside the vocabulary: "raise" or "unk" (maps to `<unk>`)
               ) -> np.ndarray: # int64 ids, no specials added
         "Token ids of one sequence."
-        if unknown not in ("raise", "unk"): raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
+        if unknown not in ("raise", "unk"):
+            raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
         ids = np.fromiter((self._ids.get(t, -1) for t in tokens), dtype=np.int64)
         bad = np.flatnonzero(ids < 0)
         if len(bad):
@@ -130,7 +133,10 @@ def _split_trees(labels, parent, slot, tree, count:int) -> list[Tree]:
     labels = labels[order].tolist() if isinstance(labels, np.ndarray) else [labels[i] for i in order.tolist()]
     starts = np.searchsorted(tree, np.arange(count + 1))
     par = np.where(par < 0, -1, new[par.clip(0)] - starts[tree])
-    return [Tree(labels[a:b], par[a:b], slot[a:b], validate=False) for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
+    return [
+        Tree(labels[a:b], par[a:b], slot[a:b], validate=False)
+        for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())
+    ]
 
 def _grow(rng, depths):
     "Shapes of random binary trees of exact depths: flat arrays (tree, parent, slot, depth still to grow), level order."
@@ -182,7 +188,9 @@ def random_binary_trees(rng:np.random.Generator, # from `task_rng`
             ok = np.ones(len(todo), bool)
             pick_leaf = rng.integers(0, len(leaves), len(tree))
             pick_op = rng.integers(0, max(len(operators), 1), len(tree))
-        labels = np.where(internal, operators[pick_op % max(len(operators), 1)] if len(operators) else 0, leaves[pick_leaf])
+        labels = np.where(
+            internal, operators[pick_op % max(len(operators), 1)] if len(operators) else 0, leaves[pick_leaf]
+        )
         for i, t in zip(todo[ok].tolist(), (t for t, good in zip(_split_trees(labels, parent, slot, tree, len(todo)), ok) if good)):
             out[i] = t
         todo = todo[~ok]
@@ -203,7 +211,10 @@ def _binary_children(parent:np.ndarray, slot:np.ndarray, labels) -> tuple[np.nda
     if (slot > 1).any(): raise ValueError("the tree is not binary: a child is in a slot > 1")
     kids = np.bincount(parent[parent >= 0], minlength=n)
     bad = np.flatnonzero(kids == 1)
-    if len(bad): raise ValueError(f"node {bad[0]} ({labels[bad[0]]!r}) has one child: the tree tasks use full binary trees")
+    if len(bad):
+        raise ValueError(
+            f"node {bad[0]} ({labels[bad[0]]!r}) has one child: the tree tasks use full binary trees"
+        )
     left, right, c = np.full(n, -1), np.full(n, -1), np.flatnonzero(parent >= 0)
     left[parent[c[slot[c] == 0]]] = c[slot[c] == 0]
     right[parent[c[slot[c] == 1]]] = c[slot[c] == 1]
@@ -248,12 +259,17 @@ def c3_step(trees:Tree|Sequence[Tree] # full binary trees with leaves 1, 2, 3 an
     internal = left >= 0
     reduce = internal & ~internal[left.clip(0)] & ~internal[right.clip(0)]
     bad = np.flatnonzero(internal & (labels != 4) | ~internal & ((labels < 1) | (labels > 3)))
-    if len(bad): raise ValueError(f"node {bad[0]} has label {labels[bad[0]]}: C3 trees have leaves 1..3 and operator 4")
+    if len(bad):
+        raise ValueError(
+            f"node {bad[0]} has label {labels[bad[0]]}: C3 trees have leaves 1..3 and operator 4"
+        )
     labels[reduce] = (labels[left[reduce]] - 1 + labels[right[reduce]] - 1) % 3 + 1
     keep = (parent < 0) | ~reduce[parent.clip(0)]               # drop the reduced nodes' children
     new = np.cumsum(keep) - 1
     par = parent[keep]
-    out = _split_trees(labels[keep], np.where(par < 0, -1, new[par.clip(0)]), slot[keep], tree[keep], len(trees))
+    out = _split_trees(
+        labels[keep], np.where(par < 0, -1, new[par.clip(0)]), slot[keep], tree[keep], len(trees)
+    )
     return out[0] if single else out
 
 # %% ../nbs/08_tasks.ipynb #8137925f
@@ -277,7 +293,9 @@ def tree_op(t:Tree, # x0, a full binary tree
         par = t.parent[s:e] - s; par[0] = -1
         slot = t.slot[s:e].copy(); slot[0] = -1
         if op == 1: slot[1:] = np.where(par[1:] == 0, 1 - slot[1:], slot[1:])   # swap the root's children
-        return _rebuild(t.labels[s:e], par, slot) if op == 1 else Tree(t.labels[s:e], par, slot, validate=False)
+        return (
+            _rebuild(t.labels[s:e], par, slot) if op == 1 else Tree(t.labels[s:e], par, slot, validate=False)
+        )
     if op == 2:
         keep = np.ones(len(t), bool); keep[s + 1:e] = False
         new = np.cumsum(keep) - 1; par = t.parent[keep]
@@ -305,7 +323,8 @@ class Example:
 
 class TaskDataset(Dataset):
     "The examples of one split, as a map-style `torch.utils.data.Dataset`."
-    def __init__(self, examples:Sequence[Example], name:str=""): self.examples, self.name = list(examples), name
+    def __init__(self, examples: Sequence[Example], name: str = ""):
+        self.examples, self.name = list(examples), name
     def __len__(self): return len(self.examples)
     def __getitem__(self, i:int) -> Example: return self.examples[i]
     def __iter__(self): return iter(self.examples)
@@ -363,7 +382,9 @@ class Collator:
         if examples[0].kinds is not None:
             kinds = _pad([self._linear(e.src, e.kinds, self.source, self.src_order) for e in examples], 0)
         if self.target == "labels":
-            labels = _pad([self._linear(e.src, e.tgt_ids, self.source, self.src_order) for e in examples], -100)
+            labels = _pad(
+                [self._linear(e.src, e.tgt_ids, self.source, self.src_order) for e in examples], -100
+            )
             return Batch(src_ids, src_pos, None, None, labels, src_index, None, kinds)
         tgt = [self._linear(e.tgt, e.tgt_ids, self.target, self.tgt_order) for e in examples]
         B, T = len(tgt), max(len(t) for t in tgt) + 1
@@ -374,7 +395,9 @@ class Collator:
             nodes = batch_positions([e.tgt for e in examples], self.tgt_order, self.max_depth)   # [B, T-1, K]
             K = nodes.paths.shape[-1]
             root = TreePositions(nodes.paths.new_full((B, 1, K), -1), nodes.depth.new_zeros((B, 1)))
-            tgt_pos = TreePositions(torch.cat([root.paths, nodes.paths], 1), torch.cat([root.depth, nodes.depth], 1))
+            tgt_pos = TreePositions(
+                torch.cat([root.paths, nodes.paths], 1), torch.cat([root.depth, nodes.depth], 1)
+            )
         else: tgt_pos = tgt_index
         return Batch(src_ids, src_pos, tgt_ids, tgt_pos, labels, src_index, tgt_index, kinds)
 
@@ -402,7 +425,8 @@ class Task:
     info: dict = field(default_factory=dict)   # generator settings, data source, licence, filters
 
     @property
-    def splits(self) -> dict[str, TaskDataset]: return {"train": self.train, "dev": self.dev, "test": self.test}
+    def splits(self) -> dict[str, TaskDataset]:
+        return {"train": self.train, "dev": self.dev, "test": self.test}
     @property
     def collate(self) -> Collator:
         "The `Collator` of this task (orders and path width fixed)."
@@ -475,7 +499,8 @@ _TREE_LABELS = {                          # (leaf labels, operator labels) of th
     "copy": (range(1, 11), range(11, 21)), "rotate": (range(1, 11), range(11, 21)),
     "c3": (range(1, 4), range(4, 5)), "ops": (range(1, 65), range(65, 124))}
 
-def _split_ids(ids:np.ndarray, sizes:Sequence[int]) -> list[np.ndarray]: return np.split(ids, np.cumsum(sizes)[:-1])
+def _split_ids(ids: np.ndarray, sizes: Sequence[int]) -> list[np.ndarray]:
+    return np.split(ids, np.cumsum(sizes)[:-1])
 
 def arity_ids(vocab:ArityVocab, # the target vocabulary
               trees:Sequence[Tree], # trees to encode
@@ -494,7 +519,8 @@ def arity_ids(vocab:ArityVocab, # the target vocabulary
         if p is None: p = patterns[c] = tuple(s for s in range(max(c.bit_length(), 1)) if c >> s & 1)
         found = table.get((label, p))
         if found is None and unknown is not None: found = table.get((unknown, p))
-        if found is None: raise ValueError(f"node {i} (label {label!r}, child slots {p}) is not in the vocabulary")
+        if found is None:
+            raise ValueError(f"node {i} (label {label!r}, child slots {p}) is not in the vocabulary")
         ids[i] = found
     return _split_ids(ids, [len(t) for t in trees])
 
@@ -504,7 +530,9 @@ def _tree_builder(kind):
         if kind == "ops":
             if min_depth < 1: raise ValueError("tree-ops needs min_depth >= 1 (x0 has depth d - 1)")
             src_vocab = SeqVocab([*leaves, *ops, *range(OPS_BASE, OPS_BASE + TREE_OPS)])
-            tgt_vocab = ArityVocab([*((l, ()) for l in leaves), *((o, (0, 1)) for o in ops), *((o, ()) for o in ops)], n=2)
+            tgt_vocab = ArityVocab(
+                [*((l, ()) for l in leaves), *((o, (0, 1)) for o in ops), *((o, ()) for o in ops)], n=2
+            )
         else:
             src_vocab = SeqVocab([*leaves, *ops])
             tgt_vocab = ArityVocab([*((l, ()) for l in leaves), *((o, (0, 1)) for o in ops)], n=2)
@@ -517,11 +545,16 @@ def _tree_builder(kind):
                 x0 = random_binary_trees(rng, depths - 1, leaves, ops, unique=True)
                 op = rng.integers(0, TREE_OPS, size)
                 s = np.floor(rng.random(size) * np.array([len(t) for t in x0])).astype(np.int64)
-                pairs = [(tree_ops_source(t, o, p), tree_op(t, o, p)) for t, o, p in zip(x0, op.tolist(), s.tolist())]
+                pairs = [
+                    (tree_ops_source(t, o, p), tree_op(t, o, p))
+                    for t, o, p in zip(x0, op.tolist(), s.tolist())
+                ]
             else:
                 xs = random_binary_trees(rng, depths, leaves, ops)
                 pairs = list(zip(xs, fn(xs)))
-            src_ids = _split_ids(src_vocab.encode([l for x, _ in pairs for l in x.labels]), [len(x) for x, _ in pairs])
+            src_ids = _split_ids(
+                src_vocab.encode([l for x, _ in pairs for l in x.labels]), [len(x) for x, _ in pairs]
+            )
             tgt_ids = arity_ids(tgt_vocab, [y for _, y in pairs])
             splits.append([Example(x, y, s, t) for (x, y), s, t in zip(pairs, src_ids, tgt_ids)])
         return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="tree", target="tree", n=2,
@@ -538,7 +571,8 @@ def _size_depth(x) -> tuple[int, int]:
 
 def _target_sizes(task, data) -> np.ndarray:
     "`[N, 2]` target length and depth; for a token-labelling task the number of labelled tokens (depth -1)."
-    if task.target == "labels": return np.array([[int((e.tgt_ids != -100).sum()), -1] for e in data]).reshape(-1, 2)
+    if task.target == "labels":
+        return np.array([[int((e.tgt_ids != -100).sum()), -1] for e in data]).reshape(-1, 2)
     return np.array([_size_depth(e.tgt) for e in data]).reshape(-1, 2)
 
 @patch
@@ -558,7 +592,9 @@ def stats_table(tasks:Sequence[Task]) -> str:
     rows = [(t.name, split, st) for t in tasks for split, st in t.stats().items()]
     cols = list(rows[0][2])
     head = "| task | split | " + " | ".join(c.replace("_", " ") for c in cols) + " |\n|" + "---|" * (len(cols) + 2)
-    return head + "".join(f"\n| {n} | {s} | " + " | ".join(str(st[c]) for c in cols) + " |" for n, s, st in rows)
+    return head + "".join(
+        f"\n| {n} | {s} | " + " | ".join(str(st[c]) for c in cols) + " |" for n, s, st in rows
+    )
 
 # %% ../nbs/08_tasks.ipynb #f446b611
 @patch
@@ -620,7 +656,9 @@ def docstring_functions(modules:tuple[str, ...]|None=None, # stdlib paths like "
             if not doc or not doc.strip(): continue
             body = Tree.from_python_ast(ast.Module(body=node.body[1:], type_ignores=[]))
             out.append(dict(module=rel, name=node.name, line=node.lineno, doc=doc.strip().splitlines()[0].strip(), body=body))
-    return out, dict(python=sys.version.split()[0], stdlib=str(root), files=len(files), skipped=skipped, functions=len(out))
+    return out, dict(
+        python=sys.version.split()[0], stdlib=str(root), files=len(files), skipped=skipped, functions=len(out)
+    )
 
 # %% ../nbs/08_tasks.ipynb #64850b00
 def ast_leaf_classes(t:Tree) -> list[str|None]:
@@ -630,7 +668,8 @@ def ast_leaf_classes(t:Tree) -> list[str|None]:
     out = []
     for i, label in enumerate(t.labels):                       # data preparation, once per tree
         under_constant = i > 0 and t.labels[par[i]] == "Constant" and internal[par[i]]
-        if not under_constant and isinstance(label, str) and (internal[i] or label in _AST_TYPES): out.append(None)
+        if not under_constant and isinstance(label, str) and (internal[i] or label in _AST_TYPES):
+            out.append(None)
         elif not under_constant and isinstance(label, str): out.append("name")
         elif isinstance(label, str): out.append("str")
         elif isinstance(label, bytes): out.append("bytes")
@@ -652,7 +691,9 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_nod
         rows[int(np.searchsorted(frac, u, side="right"))].append((f, words))
     for k in range(3):                                         # a seeded sample of at most sizes[k], in source order
         if len(rows[k]) > sizes[k]:
-            keep = np.sort(task_rng(seed, "py-docstring2ast", k).choice(len(rows[k]), sizes[k], replace=False))
+            keep = np.sort(
+                task_rng(seed, "py-docstring2ast", k).choice(len(rows[k]), sizes[k], replace=False)
+            )
             rows[k] = [rows[k][i] for i in keep]
     classes = [[ast_leaf_classes(f["body"]) for f, _ in split] for split in rows]
     word_counts, leaf_counts = Counter(), Counter()
@@ -664,8 +705,10 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_nod
     for split, cls_split in zip(rows, classes):
         examples = []
         for (f, words), cls in zip(split, cls_split):
-            labels = [_ast_token(l, c) if c is None or leaf_counts[_ast_token(l, c)] >= min_count else f"<{c}>"
-                      for l, c in zip(f["body"].labels, cls)]
+            labels = [
+                _ast_token(l, c) if c is None or leaf_counts[_ast_token(l, c)] >= min_count else f"<{c}>"
+                for l, c in zip(f["body"].labels, cls)
+            ]
             tgt = Tree(labels, f["body"].parent, f["body"].slot, validate=False).lcrs()
             if int(tgt.depth.max()) > max_tree_depth: continue
             examples.append(Example(np.array(words, dtype=object), tgt, src_vocab.encode(words, unknown="unk"), None,
@@ -676,7 +719,8 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_nod
         for key in zip(e.tgt.labels, child_patterns(e.tgt)): seen.setdefault(key, None)
     tgt_vocab = ArityVocab([*seen, *(("<unk>", p) for p in ((), (0,), (1,), (0, 1)))], n=2)
     for examples in splits:
-        for e, ids in zip(examples, arity_ids(tgt_vocab, [e.tgt for e in examples], unknown="<unk>")): e.tgt_ids = ids
+        for e, ids in zip(examples, arity_ids(tgt_vocab, [e.tgt for e in examples], unknown="<unk>")):
+            e.tgt_ids = ids
     return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="seq", target="tree", n=2,
                 info=dict(report, max_nodes=max_nodes, max_tree_depth=max_tree_depth, max_words=max_words, min_count=min_count,
                           source_of_data="the CPython standard library of this machine", licence="PSF License Agreement"))
@@ -714,27 +758,34 @@ def fetch_yaml_corpus(cache_dir:str|Path|None=None, # default: ~/.cache/treepe_n
     "Download the packages of `YAML_SOURCES` with pip (needs the registry once) and keep their YAML files."
     cache = Path(cache_dir or Path.home() / ".cache" / "treepe_nb" / "yaml")
     for name in sources or YAML_SOURCES:
-        if name not in YAML_SOURCES: raise ValueError(f"unknown source {name!r}; known: {', '.join(YAML_SOURCES)}")
+        if name not in YAML_SOURCES:
+            raise ValueError(f"unknown source {name!r}; known: {', '.join(YAML_SOURCES)}")
         dest = cache / name
         if (dest / ".complete").exists(): continue
         req, args, _, keep = YAML_SOURCES[name]
         wanted = lambda m: (m.endswith((".yml", ".yaml")) and re.search(keep, m) is not None
                             and not m.startswith("/") and ".." not in m.split("/"))      # never write outside `dest`
         with tempfile.TemporaryDirectory() as tmp:
-            run = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", tmp, *args, req],
-                                 capture_output=True, text=True)
+            run = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", tmp, *args, req],
+                capture_output=True,
+                text=True,
+            )
             if run.returncode: raise RuntimeError(f"pip download {req} failed:\n{run.stderr[-2000:]}")
             archive = next(Path(tmp).iterdir())
             if dest.exists(): shutil.rmtree(dest)
             if archive.suffix in (".whl", ".zip"):
                 with zipfile.ZipFile(archive) as z:
                     for m in z.namelist():
-                        if wanted(m): (dest / m).parent.mkdir(parents=True, exist_ok=True); (dest / m).write_bytes(z.read(m))
+                        if wanted(m):
+                            (dest / m).parent.mkdir(parents=True, exist_ok=True)
+                            (dest / m).write_bytes(z.read(m))
             else:
                 with tarfile.open(archive) as tar:
                     for m in tar.getmembers():
                         if m.isfile() and wanted(m.name):
-                            (dest / m.name).parent.mkdir(parents=True, exist_ok=True); (dest / m.name).write_bytes(tar.extractfile(m).read())
+                            (dest / m.name).parent.mkdir(parents=True, exist_ok=True)
+                            (dest / m.name).write_bytes(tar.extractfile(m).read())
         (dest / ".complete").write_text(req)
     return cache
 
@@ -761,7 +812,9 @@ def sample_yaml_corpus(src:str|Path, # a corpus folder (from `fetch_yaml_corpus`
                       ) -> int: # number of files written
     "Copy a seeded random sample of small YAML files (the vendored offline sample), keeping the folder layout."
     src, dest = Path(src), Path(dest)
-    files = sorted(p for p in src.rglob("*") if p.suffix in (".yml", ".yaml") and p.stat().st_size <= max_file_bytes)
+    files = sorted(
+        p for p in src.rglob("*") if p.suffix in (".yml", ".yaml") and p.stat().st_size <= max_file_bytes
+    )
     total = written = 0
     for i in task_rng(seed, "yaml-sample").permutation(len(files)).tolist():
         size = files[i].stat().st_size
@@ -775,9 +828,13 @@ YAML_SAMPLE = Path(__file__).resolve().parent.parent / "nbs" / "data" / "yaml" i
 
 def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram", mask_prob:float=0.15,
                min_count:int=2, max_nodes:int=512):
-    if target not in ("bigram", "trigram"): raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
+    if target not in ("bigram", "trigram"):
+        raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
     root = Path(corpus) if corpus is not None else YAML_SAMPLE
-    if not root.exists(): raise ValueError(f"no YAML corpus at {root}; pass corpus=fetch_yaml_corpus() or a folder of YAML files")
+    if not root.exists():
+        raise ValueError(
+            f"no YAML corpus at {root}; pass corpus=fetch_yaml_corpus() or a folder of YAML files"
+        )
     docs, report = yaml_corpus(root, max_nodes)
     frac = np.cumsum(sizes) / sum(sizes)
     rows = [[], [], []]
@@ -787,7 +844,10 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
             rows[int(np.searchsorted(frac, u, side="right"))].append(d)
     for k in range(3):
         if len(rows[k]) > sizes[k]:
-            rows[k] = [rows[k][i] for i in np.sort(task_rng(seed, "yaml-keys", k).choice(len(rows[k]), sizes[k], replace=False))]
+            rows[k] = [
+                rows[k][i]
+                for i in np.sort(task_rng(seed, "yaml-keys", k).choice(len(rows[k]), sizes[k], replace=False))
+            ]
     def targets(d):
         t, kinds = d["tree"], d["kinds"]
         par = np.maximum(t.parent, 0)
@@ -812,7 +872,9 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
             ids = src_vocab.encode(t.labels, unknown="unk"); ids[mask] = src_vocab.encode(["<mask>"])[0]
             labels = np.full(len(t), -100, np.int64)
             labels[mask] = tgt_vocab.encode([x for x, m in zip(targets(d), mask) if m], unknown="unk")
-            examples.append(Example(t, None, ids, labels, kinds=kinds, meta=dict(file=d["file"], doc=d["doc"])))
+            examples.append(
+                Example(t, None, ids, labels, kinds=kinds, meta=dict(file=d["file"], doc=d["doc"]))
+            )
         splits.append(examples)
     n = max(int(e.src.slot.max()) + 1 for s in splits for e in s if len(e.src) > 1)
     return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="tree", target="labels", n=n,
