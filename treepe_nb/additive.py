@@ -77,7 +77,8 @@ def _check_rows(values:Tensor, top:int, what:str, limit_name:str, truncate:bool|
     bad = (values < 0) if truncate else (values < 0) | (values > top)
     if bool(bad.any()):
         i = _first(bad); v = int(values[i])
-        hint = f"; raise {limit_name}, or pass overflow='truncate' to use row {top} for it" if truncate is False and v > top else ""
+        hint = (f"; raise {limit_name}, or pass overflow='truncate' to use row {top} for it"
+                if truncate is False and v > top else "")
         raise ValueError(f"{what} {v} at index {i} is outside 0..{top} ({limit_name}={top}){hint}")
 
 class AdditiveTreePE(nn.Module):
@@ -103,7 +104,8 @@ class AdditiveTreePE(nn.Module):
             if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r:.40}")
         self.d_model, self.max_depth, self.max_sibling, self.num_types = d_model, max_depth, max_sibling, num_types
-        self.depth_init, self.overflow, self.lcrs, self.init_std, self.depth_base = depth_init, overflow, lcrs, init_std, depth_base
+        self.depth_init, self.overflow, self.lcrs = depth_init, overflow, lcrs
+        self.init_std, self.depth_base = init_std, depth_base
         self.depth_emb = nn.Embedding(max_depth + 1, d_model)
         self.sibling_emb = nn.Embedding(max_sibling + 1, d_model)
         self.type_emb = nn.Embedding(num_types, d_model)
@@ -142,7 +144,8 @@ class AdditiveTreePE(nn.Module):
         "The sum of one row of each table for raw coordinates (what `forward` computes once it has read the positions)."
         for name, t in (("depth", depth), ("sibling", sibling), ("kinds", kinds)):
             if not isinstance(t, Tensor) or t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
-                raise TypeError(f"{name} must be an integer tensor, got {t.dtype if isinstance(t, Tensor) else type(t).__name__}")
+                got = t.dtype if isinstance(t, Tensor) else type(t).__name__
+                raise TypeError(f"{name} must be an integer tensor, got {got}")
         depth, sibling, kinds = depth.long(), sibling.long(), kinds.long()             # nn.Embedding takes int64
         depth, sibling, kinds = torch.broadcast_tensors(depth, sibling, kinds)
         pad = depth == -1
@@ -179,7 +182,8 @@ class YamlInputs:
 _KEY_KINDS = (int(NodeKind.KEY), int(NodeKind.LIST_KEY))
 
 class YamlVocab:
-    "Key and value tokens in one id space: the specials `<pad>` 0, `<start>` 1, `<end>` 2, `<unk-key>`, `<unk-value>`, then keys, then values."
+    """Key and value tokens in one id space: the specials `<pad>` 0, `<start>` 1, `<end>` 2, `<unk-key>`,
+    `<unk-value>`, then keys, then values."""
     specials = ("<pad>", "<start>", "<end>", "<unk-key>", "<unk-value>")
     pad, start, end, unk_key, unk_value = range(5)
 

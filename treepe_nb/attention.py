@@ -168,7 +168,8 @@ class PositionEncoding(nn.Module):
         self.family, self.reads = ENCODINGS[name]
         if d_model % num_heads: raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
         if self.family == "rotation" and (d_model // num_heads) % (2 * (axes if name == "ape-grid" else 1)):
-            raise ValueError(f"{name!r} rotates pairs of coordinates: the head size d_model/num_heads = {d_model // num_heads} "
+            raise ValueError(f"{name!r} rotates pairs of coordinates: the head size d_model/num_heads = "
+                             f"{d_model // num_heads} "
                              f"must be a multiple of {2 * (axes if name == 'ape-grid' else 1)}")
         self.d_model, self.num_heads, self.n, self.max_depth, self.max_len = d_model, num_heads, n, max_depth, max_len
         self.max_sibling, self.num_types, self.axes = n if max_sibling is None else max_sibling, num_types, axes
@@ -179,7 +180,8 @@ class PositionEncoding(nn.Module):
         m = positions_modality(positions)
         if m not in self.reads:
             shape = positions.paths.shape if m == "tree" else positions.shape
-            need = " or ".join({"sequence": "sequence positions (a LongTensor [B, L])", "tree": "tree positions (TreePositions)",
+            need = " or ".join({"sequence": "sequence positions (a LongTensor [B, L])",
+                                "tree": "tree positions (TreePositions)",
                                 "grid": "grid positions (a LongTensor [B, L, axes])"}[r] for r in self.reads)
             raise ValueError(
                 f"the {self.name!r} encoding needs {need}, got {m} positions of shape {tuple(shape)}"
@@ -209,7 +211,8 @@ class PositionEncoding(nn.Module):
         if m == "grid": grid = positions.masked_fill(~mask[..., None], 0)
         if self.family == "absolute":
             x = x + _absolute(self.name, self.module, tree, index, kinds).to(x.dtype)
-        rotation = _rotation(self.name, self.module, tree if grid is None else grid, index) if self.family == "rotation" else None
+        rotation = (_rotation(self.name, self.module, tree if grid is None else grid, index)
+                    if self.family == "rotation" else None)
         return x, PreparedPositions(kind, index, tree, grid, rotation)
 
     def extra_repr(self): return f"{self.name!r}, d_model={self.d_model}, num_heads={self.num_heads}"
@@ -234,7 +237,8 @@ def attention_mask(key_mask:Tensor|None, # `[B, Lk]` bool, True at real keys (No
 
 # %% ../nbs/06_attention.ipynb #1e2370c5
 class KVCache:
-    "Keys (rotated, when the encoding rotates) and values of one attention layer, grown in place; `static` for cross-attention."
+    """Keys (rotated, when the encoding rotates) and values of one attention layer, grown in place; `static` for
+    cross-attention."""
     def __init__(self, static:bool=False # cross-attention: keys and values are written once and never reordered
                 ):
         self.k = self.v = None
@@ -303,7 +307,8 @@ class MultiHeadAttention(nn.Module):
                 need_weights:bool=False, # also return the attention weights `[B, H, Lq, Lk]`
                 memory_positions:PreparedPositions|None=None, # the memory's, in the space of `positions`: rotate across
                ) -> Tensor: # `[B, Lq, d_model]` (and the weights)
-        "Attend from `x` to itself (causally, with the cache) or to `memory`; the fused kernel unless Shaw's terms, decay or weights are asked for."
+        """Attend from `x` to itself (causally, with the cache) or to `memory`; the fused kernel unless Shaw's terms,
+        decay or weights are asked for."""
         H, D = self.num_heads, self.head_dim
         B, Lq, _ = x.shape
         q = self.q(x).unflatten(-1, (H, D)).transpose(1, 2)                         # [B, H, Lq, D]

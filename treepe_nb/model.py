@@ -113,7 +113,8 @@ class DecoderLayer(nn.Module):
                 memory_positions:PreparedPositions|None=None, # the source's, to rotate cross-attention (cross_positions)
                ) -> Tensor:
         own, cross = caches if caches is not None else (None, None)
-        x = x + self.drop(self.self_attn(self.norm1(x), positions, mask, causal=True, cache=own, key_positions=key_positions))
+        x = x + self.drop(self.self_attn(self.norm1(x), positions, mask, causal=True, cache=own,
+                                         key_positions=key_positions))
         x = x + self.drop(self.cross_attn(self.norm2(x), positions if memory_positions is not None else None,
                                           memory_mask, memory=memory, cache=cross, memory_positions=memory_positions))
         return x + self.drop(self.ff(self.norm3(x)))
@@ -262,7 +263,8 @@ def decoder_batch(targets:Sequence, # `Tree`s (with `vocab`) or lists of token i
     pos = _tree_positions(list(targets), order, max_depth)                             # [B, T, K]
     B, K = len(rows), pos.paths.shape[-1]
     root = TreePositions(pos.paths.new_full((B, 1, K), -1), pos.depth.new_zeros(B, 1))  # the start token: the root
-    return inputs, TreePositions(torch.cat([root.paths, pos.paths], 1), torch.cat([root.depth, pos.depth], 1), trusted=True), labels
+    positions = TreePositions(torch.cat([root.paths, pos.paths], 1), torch.cat([root.depth, pos.depth], 1), trusted=True)
+    return inputs, positions, labels
 
 # %% ../nbs/07_model.ipynb #d986951e
 @dataclass(eq=False)
@@ -318,7 +320,8 @@ def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the
             else state.key_positions.cat(prep)
         )
     for layer, caches in zip(self.decoder, state.caches):
-        x = layer(x, prep, state.key_mask, state.memory, state.memory_mask, caches, state.key_positions, state.memory_positions)
+        x = layer(x, prep, state.key_mask, state.memory, state.memory_mask, caches, state.key_positions,
+                  state.memory_positions)
     state.length += 1
     return self.generator(self.dec_norm(x))[:, 0]
 
@@ -332,7 +335,8 @@ def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_
         src_ids, src_kinds = src_ids.repeat_interleave(W, 0), (
             None if src_kinds is None else src_kinds.repeat_interleave(W, 0)
         )
-        src_pos = (TreePositions(src_pos.paths.repeat_interleave(W, 0), src_pos.depth.repeat_interleave(W, 0), src_pos.trusted)
+        src_pos = (TreePositions(src_pos.paths.repeat_interleave(W, 0), src_pos.depth.repeat_interleave(W, 0),
+                                 src_pos.trusted)
                    if isinstance(src_pos, TreePositions) else src_pos.repeat_interleave(W, 0))
     state = model.start_decoding(*model.encode(src_ids, src_pos, src_kinds))
     tracker = _new_tracker(order, N, vocab.n, cfg.max_depth, max_nodes, dev) if vocab is not None else None
@@ -399,7 +403,8 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
     need = "tree" if vocab is not None else "sequence"
     if need not in ENCODINGS[cfg.tgt_pe][1]:
         raise ValueError(f"tgt_pe={cfg.tgt_pe!r} cannot encode {need} targets; " +
-                         ("pass the targets' ArityVocab to generate trees" if need == "sequence" and "tree" in ENCODINGS[cfg.tgt_pe][1]
+                         ("pass the targets' ArityVocab to generate trees"
+                          if need == "sequence" and "tree" in ENCODINGS[cfg.tgt_pe][1]
                           else "generation supports sequence and tree targets"))
     if vocab is not None:
         if len(vocab) != cfg.tgt_vocab:

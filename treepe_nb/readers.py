@@ -34,8 +34,10 @@ def _parse_python(source) -> ast.AST:
     if not isinstance(source, str):
         raise TypeError(f"expected Python source as a str, got {type(source).__name__}")
     try: return ast.parse(source)
-    except SyntaxError as e: raise ValueError(f"invalid Python at line {e.lineno}, column {e.offset}: {e.msg}") from None
-    except (RecursionError, MemoryError): raise ValueError("the Python source is nested too deeply for Python's own parser") from None
+    except SyntaxError as e:
+        raise ValueError(f"invalid Python at line {e.lineno}, column {e.offset}: {e.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ValueError("the Python source is nested too deeply for Python's own parser") from None
 
 @patch(cls_method=True)
 def from_python_ast(cls:Tree, source:str|ast.AST # Python source code (a `str`), or an already parsed `ast` node
@@ -95,8 +97,10 @@ def from_json(cls:Tree, obj:Any, # JSON text (`str` or `bytes`), or a parsed val
     max_nodes = _limit(max_nodes, "max_nodes", 1)
     if isinstance(obj, (str, bytes, bytearray)):
         try: obj = json.loads(obj)
-        except json.JSONDecodeError as e: raise ValueError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
-        except RecursionError: raise ValueError("the JSON document is nested too deeply for Python's json parser") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+        except RecursionError:
+            raise ValueError("the JSON document is nested too deeply for Python's json parser") from None
     labels, parent, slot = [], [], []
     stack, on_path, seen, sized = [(obj, -1, -1)], set(), set(), False
     while stack:
@@ -174,9 +178,9 @@ class _Budget:
     def __init__(self, max_nodes:int): self.max_nodes, self.merged = max_nodes, 0
     def check_size(self, node):
         if node.size > self.max_nodes:
-            raise ValueError(f"the {'mapping' if isinstance(node, yaml.MappingNode) else 'list'} at {_where(node.start_mark)} "
-                             f"has more than max_nodes={self.max_nodes} nodes once its aliases are expanded; pass a larger "
-                             f"max_nodes if that is intended")
+            what = "mapping" if isinstance(node, yaml.MappingNode) else "list"
+            raise ValueError(f"the {what} at {_where(node.start_mark)} has more than max_nodes={self.max_nodes} "
+                             f"nodes once its aliases are expanded; pass a larger max_nodes if that is intended")
     def merge(self, n:int, mark):
         self.merged += n
         if self.merged > self.max_nodes:
@@ -203,7 +207,8 @@ def _flatten(loader, node, complete:set, budget:_Budget):
         budget.merge(sum(len(s.entries) for s in sources), k.start_mark)   # before copying anything
         merged.extend(reversed(sources))
     entries, first_line = {}, {}
-    for s in merged: entries.update((e[0], e) for e in s.entries)   # keys already checked; earlier sources win
+    for s in merged:
+        entries.update((e[0], e) for e in s.entries)   # keys already checked; earlier sources win
     for k, v in own:
         if not isinstance(k, yaml.ScalarNode):
             raise ValueError(f"a {'mapping' if isinstance(k, yaml.MappingNode) else 'list'} used as a key at "
@@ -374,7 +379,9 @@ def _walk(loader, root, doc:int, note:bool) -> YamlTree:
         if isinstance(node, yaml.ScalarNode): return _construct_scalar(loader, node), node.value
         return ("{}", "{}") if isinstance(node, yaml.MappingNode) else ("[]", "[]")
     hidden = note and not is_leaf(root)
-    if hidden: add("{}" if isinstance(root, yaml.MappingNode) else "[]", -1, NodeKind.VALUE, "", root.start_mark, None)
+    if hidden:
+        add("{}" if isinstance(root, yaml.MappingNode) else "[]", -1, NodeKind.VALUE, "", root.start_mark,
+            None)
     stack = [("node", root, 0 if hidden else -1, "root", None)]
     while stack:
         entry = stack.pop()
@@ -463,7 +470,8 @@ def from_parents(cls:Tree, labels:Sequence[Hashable], # one label per node, in a
     for k, label in enumerate(labels): _check_label(label, k)
     roots = np.flatnonzero(par < 0)
     if len(roots) != 1:
-        raise ValueError(f"parents must mark exactly one root (a negative parent), found {len(roots)}: nodes {roots.tolist()}")
+        raise ValueError(f"parents must mark exactly one root (a negative parent), found {len(roots)}: "
+                         f"nodes {roots.tolist()}")
     bad = np.flatnonzero(par >= n)
     if len(bad): raise ValueError(f"node {bad[0]} has parent {par[bad[0]]}, but there are only {n} nodes")
     kids = np.argsort(par, kind="stable")[1:]
@@ -521,7 +529,7 @@ def from_conllu(cls:Tree, text:str, # CoNLL-U text, one or more sentences
     return trees
 
 # %% ../nbs/01a_readers.ipynb #7e156330
-def stdlib_sources(modules:Iterable[str]|None=None, # paths relative to the stdlib folder, e.g. "json/decoder.py"; default all
+def stdlib_sources(modules:Iterable[str]|None=None, # paths under the stdlib folder, e.g. "json/decoder.py"; default all
                   ) -> list[Path]:
     "Python files of the standard library of the running interpreter (site-packages excluded)."
     root = Path(sysconfig.get_paths()["stdlib"])

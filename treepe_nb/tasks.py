@@ -70,7 +70,8 @@ class SeqVocab:
         bad = np.flatnonzero(ids < 0)
         if len(bad):
             if unknown == "raise":
-                raise ValueError(f"token {bad[0]} ({list(tokens)[bad[0]]!r}) is not in the vocabulary; pass unknown='unk' to map it to <unk>")
+                raise ValueError(f"token {bad[0]} ({list(tokens)[bad[0]]!r}) is not in the vocabulary; "
+                                 f"pass unknown='unk' to map it to <unk>")
             ids[bad] = self.unk
         return ids
 
@@ -191,7 +192,8 @@ def random_binary_trees(rng:np.random.Generator, # from `task_rng`
         labels = np.where(
             internal, operators[pick_op % max(len(operators), 1)] if len(operators) else 0, leaves[pick_leaf]
         )
-        for i, t in zip(todo[ok].tolist(), (t for t, good in zip(_split_trees(labels, parent, slot, tree, len(todo)), ok) if good)):
+        parts = _split_trees(labels, parent, slot, tree, len(todo))
+        for i, t in zip(todo[ok].tolist(), (t for t, good in zip(parts, ok) if good)):
             out[i] = t
         todo = todo[~ok]
     return out
@@ -226,7 +228,8 @@ def _rebuild(labels, parent, slot) -> Tree:
 
 def rotate(trees:Tree|Sequence[Tree] # a full binary tree, or several (all rotated in one vectorised pass)
           ) -> Tree|list[Tree]:
-    "The tree-rotate task's target: `rot(Bin(r, Bin(p, l, m), R)) = Bin(p, rot(l), Bin(r, rot(m), rot(R)))`, other nodes unchanged."
+    """The tree-rotate task's target: `rot(Bin(r, Bin(p, l, m), R)) = Bin(p, rot(l), Bin(r, rot(m), rot(R)))`,
+    other nodes unchanged."""
     single = isinstance(trees, Tree)
     trees = [trees] if single else list(trees)
     if not trees: return []
@@ -299,7 +302,8 @@ def tree_op(t:Tree, # x0, a full binary tree
     if op == 2:
         keep = np.ones(len(t), bool); keep[s + 1:e] = False
         new = np.cumsum(keep) - 1; par = t.parent[keep]
-        return Tree([l for l, k in zip(t.labels, keep) if k], np.where(par < 0, -1, new[par.clip(0)]), t.slot[keep], validate=False)
+        return Tree([l for l, k in zip(t.labels, keep) if k], np.where(par < 0, -1, new[par.clip(0)]), t.slot[keep],
+                    validate=False)
     return t
 
 def tree_ops_source(t:Tree, # x0
@@ -377,7 +381,8 @@ class Collator:
         src = [self._linear(e.src, e.src_ids, self.source, self.src_order) for e in examples]
         src_ids = _pad(src, 0)
         src_index = _index([len(s) for s in src], src_ids.shape[1])
-        src_pos = batch_positions([e.src for e in examples], self.src_order, self.max_depth) if self.source == "tree" else src_index
+        src_pos = (batch_positions([e.src for e in examples], self.src_order, self.max_depth) if self.source == "tree"
+                   else src_index)
         kinds = None
         if examples[0].kinds is not None:
             kinds = _pad([self._linear(e.src, e.kinds, self.source, self.src_order) for e in examples], 0)
@@ -445,10 +450,10 @@ TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, 
 
 def _tree_depth(x) -> int: return int(x.depth.max()) if isinstance(x, Tree) else -1
 
-def make_task(name:str, # one of `TASKS`: seq-copy, seq-reverse, seq-repeat, tree-copy, tree-rotate, tree-c3, tree-ops, py-docstring2ast, yaml-keys
+def make_task(name:str, # one of `TASKS`: seq-copy/reverse/repeat, tree-copy/rotate/c3/ops, py-docstring2ast, yaml-keys
               seed:int=0, # every random draw derives from it (`task_rng`)
-              sizes:Sequence[int]=(6000, 2000, 2000), # train, dev, test (the real tasks: at most these, split in these proportions)
-              order:str="bfs", # linearisation of tree targets: "bfs" or "dfs" (tree sources of the synthetic tasks are always bfs)
+              sizes:Sequence[int]=(6000, 2000, 2000), # train, dev, test (real tasks: at most these, in these proportions)
+              order:str="bfs", # tree targets' order, "bfs" or "dfs" (synthetic tree sources: always bfs)
               max_depth:int|None=None, # deepest tree depth allowed (default: the deepest tree of the data)
               **task_kwargs, # task settings, e.g. depth_mean, length_mean, modules, corpus
              ) -> Task:
@@ -577,7 +582,8 @@ def _target_sizes(task, data) -> np.ndarray:
 
 @patch
 def stats(self:Task) -> dict[str, dict]:
-    "Per split: examples, mean and largest source / target length (labelled tokens for yaml-keys), largest source / target depth (-1: no tree)."
+    """Per split: examples, mean and largest source / target length (labelled tokens for yaml-keys), largest
+    source / target depth (-1: no tree)."""
     out = {}
     for split, data in self.splits.items():
         s = np.array([_size_depth(e.src) for e in data]).reshape(-1, 2)
@@ -627,8 +633,10 @@ def draw(self:Task, i:int=0, # example index
         if isinstance(x, Tree) and len(x) <= max_nodes: x.draw(ax=ax, slots=False)
         else:
             ax.axis("off")
-            text = " ".join(map(str, x)) if x is not None and not isinstance(x, Tree) else f"{len(x)} nodes" if x is not None else ""
-            ax.text(0, 0.5, "\n".join(text[k:k + 90] for k in range(0, min(len(text), 450), 90)), fontsize=8, va="center", family="monospace")
+            text = (" ".join(map(str, x)) if x is not None and not isinstance(x, Tree)
+                    else f"{len(x)} nodes" if x is not None else "")
+            ax.text(0, 0.5, "\n".join(text[k:k + 90] for k in range(0, min(len(text), 450), 90)), fontsize=8,
+                    va="center", family="monospace")
         ax.set_title(f"{self.name} {title}")
     return axes
 
@@ -649,13 +657,15 @@ def docstring_functions(modules:tuple[str, ...]|None=None, # stdlib paths like "
     for path in files:
         rel = path.relative_to(root).as_posix()
         try: module = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError) as e: skipped.append(rel); continue
+        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError) as e:
+            skipped.append(rel); continue
         for node in ast.walk(module):                          # iterative (breadth-first), deterministic
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(node.body) < 2: continue
             doc = ast.get_docstring(node)
             if not doc or not doc.strip(): continue
             body = Tree.from_python_ast(ast.Module(body=node.body[1:], type_ignores=[]))
-            out.append(dict(module=rel, name=node.name, line=node.lineno, doc=doc.strip().splitlines()[0].strip(), body=body))
+            out.append(dict(module=rel, name=node.name, line=node.lineno, doc=doc.strip().splitlines()[0].strip(),
+                            body=body))
     return out, dict(
         python=sys.version.split()[0], stdlib=str(root), files=len(files), skipped=skipped, functions=len(out)
     )
@@ -722,7 +732,8 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_nod
         for e, ids in zip(examples, arity_ids(tgt_vocab, [e.tgt for e in examples], unknown="<unk>")):
             e.tgt_ids = ids
     return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="seq", target="tree", n=2,
-                info=dict(report, max_nodes=max_nodes, max_tree_depth=max_tree_depth, max_words=max_words, min_count=min_count,
+                info=dict(report, max_nodes=max_nodes, max_tree_depth=max_tree_depth, max_words=max_words,
+                          min_count=min_count,
                           source_of_data="the CPython standard library of this machine", licence="PSF License Agreement"))
 
 TASKS["py-docstring2ast"] = _docstring_task
@@ -749,7 +760,8 @@ YAML_SOURCES = {                   # name: (pip requirement, extra pip arguments
     "heat-translator": ("heat-translator==3.5.0", ["--no-binary", ":all:"], "Apache-2.0", ""),
     "tosca-parser": ("tosca-parser==2.15.0", ["--no-binary", ":all:"], "Apache-2.0", ""),
     "openstack-heat": ("openstack-heat==27.0.1", ["--no-binary", ":all:"], "Apache-2.0", ""),
-    "kolla-ansible": ("kolla-ansible==22.2.0", ["--no-binary", ":all:"], "Apache-2.0", r"^[^/]+/ansible/"),  # roles and playbooks, not release notes
+    # roles and playbooks, not release notes
+    "kolla-ansible": ("kolla-ansible==22.2.0", ["--no-binary", ":all:"], "Apache-2.0", r"^[^/]+/ansible/"),
 }
 
 def fetch_yaml_corpus(cache_dir:str|Path|None=None, # default: ~/.cache/treepe_nb/yaml
@@ -802,7 +814,8 @@ def yaml_corpus(root:str|Path, # a folder of YAML files (searched recursively), 
         for k, (t, kinds) in enumerate(trees):
             if len(t) > max_nodes: large += 1; continue
             docs.append(dict(file=p.relative_to(root).as_posix(), doc=k, tree=t, kinds=kinds))
-    return docs, dict(files=len(files), refused=len(refused), refused_examples=refused[:5], too_large=large, documents=len(docs))
+    return docs, dict(files=len(files), refused=len(refused), refused_examples=refused[:5], too_large=large,
+                      documents=len(docs))
 
 def sample_yaml_corpus(src:str|Path, # a corpus folder (from `fetch_yaml_corpus`)
                        dest:str|Path, # where the sample goes
@@ -824,7 +837,8 @@ def sample_yaml_corpus(src:str|Path, # a corpus folder (from `fetch_yaml_corpus`
     return written
 
 # %% ../nbs/08_tasks.ipynb #327904f1
-YAML_SAMPLE = Path(__file__).resolve().parent.parent / "nbs" / "data" / "yaml" if "__file__" in globals() else Path("data/yaml").resolve()
+YAML_SAMPLE = (Path(__file__).resolve().parent.parent / "nbs" / "data" / "yaml" if "__file__" in globals()
+               else Path("data/yaml").resolve())
 
 def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram", mask_prob:float=0.15,
                min_count:int=2, max_nodes:int=512):
@@ -858,7 +872,8 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
         tok_counts.update(d["tree"].labels)
         keys = np.isin(d["kinds"], [int(NodeKind.KEY), int(NodeKind.LIST_KEY)]); keys[0] = False
         tgt_counts.update(x for x, k in zip(targets(d), keys) if k)
-    src_vocab = SeqVocab(["<mask>", "<doc>", *(t for t in SeqVocab.from_counts(tok_counts, min_count).tokens if t not in ("<mask>", "<doc>"))])
+    counted = SeqVocab.from_counts(tok_counts, min_count).tokens
+    src_vocab = SeqVocab(["<mask>", "<doc>", *(t for t in counted if t not in ("<mask>", "<doc>"))])
     tgt_vocab = SeqVocab.from_counts(tgt_counts, min_count)
     splits = []
     for k, split in enumerate(rows):

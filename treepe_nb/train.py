@@ -210,7 +210,8 @@ def evaluate(model:Transformer, # the model (not a DDP wrapper)
             for chunk in tqdm(list(_chunks(todo, batch_size)), desc=f"decoding {split}", leave=False, disable=not progress):
                 b = task.collate(chunk).to(device)
                 out = model.generate(b.src_ids, b.src_pos, vocab=vocab, order=task.tgt_order, beam=beam,
-                                     max_nodes=max_nodes, src_kinds=b.src_kinds, max_len=max(len(e.tgt_ids) for e in chunk) + 8)
+                                     max_nodes=max_nodes, src_kinds=b.src_kinds,
+                                     max_len=max(len(e.tgt_ids) for e in chunk) + 8)
                 whole += int(exact_match(out, _references(task, chunk)).sum())
     finally: model.train(was)
     return {"perplexity": math.exp(nll / max(tokens, 1)), "token_accuracy": right / max(tokens, 1),
@@ -388,7 +389,11 @@ def train(cfg:TrainConfig, # the run's settings
                 bar.set_postfix(loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}"); bar.update()
             if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps: evaluation()
     except KeyboardInterrupt:
-        if rank == 0: checkpoint("last.pt"); bar.write(f"interrupted at step {step}: {out / 'last.pt'} saved; resume with --resume", file=sys.stderr)
+        if rank == 0:
+            checkpoint("last.pt")
+            bar.write(
+                f"interrupted at step {step}: {out / 'last.pt'} saved; resume with --resume", file=sys.stderr
+            )
         raise
     finally:
         bar.close()
@@ -503,7 +508,8 @@ def train_cli(argv:Sequence[str]|None=None):
 def eval_cli(argv:Sequence[str]|None=None):
     "`treepe-eval RUN`: evaluate a run folder's checkpoint on a split; prints and writes `eval_SPLIT.json`."
     p = argparse.ArgumentParser(prog="treepe-eval", description="Evaluate a trained run: teacher-forced perplexity, "
-                                "token accuracy and exact match of decoded outputs.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                "token accuracy and exact match of decoded outputs.",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("run", help="a run folder written by treepe-train")
     p.add_argument("--split", default="test", choices=["train", "dev", "test"], help="the split to evaluate")
     p.add_argument(
