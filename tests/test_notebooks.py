@@ -47,10 +47,11 @@ def test_benchmarks_flag_gates_slow_cells(monkeypatch):
         shell.clear_instance()
 
 
-def test_runall_table_covers_every_notebook_within_limits():
+def test_runall_table_covers_every_notebook_within_memory():
     """`nbs/results/runall.json` (written by `python tools/runall.py`) has a Run All row for every notebook, and each
-    stayed within the limits a laptop reader needs: about a minute and well under 2 GB. A recorded measurement is
-    checked, nothing is timed here; re-measure after changing a notebook."""
+    stayed under the memory a laptop reader has (2 GB). A recorded measurement is checked, nothing is measured here;
+    re-measure after changing a notebook. The recorded times are shown in the index, not asserted (they depend on
+    the machine's load)."""
     import importlib.util, json
     spec = importlib.util.spec_from_file_location("runall", cfg.config_path / "tools" / "runall.py")
     runall = importlib.util.module_from_spec(spec); spec.loader.exec_module(runall)
@@ -60,5 +61,5 @@ def test_runall_table_covers_every_notebook_within_limits():
     assert names <= set(rows), f"no Run All measurement for {sorted(names - set(rows))}: run python tools/runall.py"
     assert set(rows) <= names, f"rows for notebooks that no longer exist: {sorted(set(rows) - names)}"
     for name, r in rows.items():
-        assert r["peak_rss_mb"] < runall.LIMIT_RSS_MB, f"{name}: Run All peaked at {r['peak_rss_mb']} MB"
-        assert r["seconds"] < runall.LIMIT_SECONDS, f"{name}: Run All took {r['seconds']} s"
+        peak = max(r["peak_rss_mb"], r["children_peak_rss_mb"])     # the kernel, or a process it started
+        assert peak < runall.LIMIT_RSS_MB, f"{name}: Run All peaked at {peak} MB"
