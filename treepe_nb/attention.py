@@ -56,8 +56,10 @@ def positions_modality(positions # LongTensor `[B, L]` or `[B, L, axes]`, or `Tr
         raise TypeError(f"positions must hold integers, got dtype {positions.dtype}")
     if positions.ndim == 2: return "sequence"
     if positions.ndim == 3: return "grid"
-    raise ValueError(f"positions must be [batch, length] (sequence) or [batch, length, axes] (grid), got shape "
-                     f"{tuple(positions.shape)}")
+    raise ValueError(
+        f"positions must be [batch, length] (sequence) or [batch, length, axes] (grid), got shape "
+        f"{tuple(positions.shape)}"
+    )
 
 # %% ../nbs/06_attention.ipynb #e8b2fe77
 # The one place that calls chapters 00-05 (encodings, tracker, vocabulary).
@@ -129,7 +131,9 @@ class PreparedPositions:
     def select(self, index:Tensor) -> PreparedPositions:
         "Rows `index` of the batch (beam search); the maps are not kept."
         tree = None if self.tree is None else TreePositions(self.tree.paths[index], self.tree.depth[index], trusted=True)
-        return PreparedPositions(self.kind, self.index[index], tree, None if self.grid is None else self.grid[index])
+        return PreparedPositions(
+            self.kind, self.index[index], tree, None if self.grid is None else self.grid[index]
+        )
 
 # %% ../nbs/06_attention.ipynb #b081f932
 def position_distance(q:PreparedPositions, # the queries' positions `[B, Lq]`
@@ -164,7 +168,8 @@ class PositionEncoding(nn.Module):
         self.family, self.reads = ENCODINGS[name]
         if d_model % num_heads: raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
         if self.family == "rotation" and (d_model // num_heads) % (2 * (axes if name == "ape-grid" else 1)):
-            raise ValueError(f"{name!r} rotates pairs of coordinates: the head size d_model/num_heads = {d_model // num_heads} "
+            raise ValueError(f"{name!r} rotates pairs of coordinates: the head size d_model/num_heads = "
+                             f"{d_model // num_heads} "
                              f"must be a multiple of {2 * (axes if name == 'ape-grid' else 1)}")
         self.d_model, self.num_heads, self.n, self.max_depth, self.max_len = d_model, num_heads, n, max_depth, max_len
         self.max_sibling, self.num_types, self.axes = n if max_sibling is None else max_sibling, num_types, axes
@@ -175,9 +180,12 @@ class PositionEncoding(nn.Module):
         m = positions_modality(positions)
         if m not in self.reads:
             shape = positions.paths.shape if m == "tree" else positions.shape
-            need = " or ".join({"sequence": "sequence positions (a LongTensor [B, L])", "tree": "tree positions (TreePositions)",
+            need = " or ".join({"sequence": "sequence positions (a LongTensor [B, L])",
+                                "tree": "tree positions (TreePositions)",
                                 "grid": "grid positions (a LongTensor [B, L, axes])"}[r] for r in self.reads)
-            raise ValueError(f"the {self.name!r} encoding needs {need}, got {m} positions of shape {tuple(shape)}")
+            raise ValueError(
+                f"the {self.name!r} encoding needs {need}, got {m} positions of shape {tuple(shape)}"
+            )
         return m
 
     def forward(self, x:Tensor, # embeddings `[B, L, d_model]`
@@ -190,8 +198,10 @@ class PositionEncoding(nn.Module):
         m = self.modality(positions)
         B, L = x.shape[:2]
         if tuple(positions.shape[:2]) != (B, L) or tuple(mask.shape) != (B, L):
-            raise ValueError(f"positions {tuple(positions.shape)} and mask {tuple(mask.shape)} must start with the "
-                             f"batch and length of x {tuple(x.shape)}")
+            raise ValueError(
+                f"positions {tuple(positions.shape)} and mask {tuple(mask.shape)} must start with the "
+                f"batch and length of x {tuple(x.shape)}"
+            )
         kind = m if self.name == "none" or "sequence" not in self.reads else "sequence"
         tree = grid = None
         if m == "sequence": index = positions.masked_fill(~mask, 0)
@@ -199,8 +209,10 @@ class PositionEncoding(nn.Module):
         if m == "tree":
             tree = positions if kind != "tree" else positions.check(self.n, self.max_depth)
         if m == "grid": grid = positions.masked_fill(~mask[..., None], 0)
-        if self.family == "absolute": x = x + _absolute(self.name, self.module, tree, index, kinds).to(x.dtype)
-        rotation = _rotation(self.name, self.module, tree if grid is None else grid, index) if self.family == "rotation" else None
+        if self.family == "absolute":
+            x = x + _absolute(self.name, self.module, tree, index, kinds).to(x.dtype)
+        rotation = (_rotation(self.name, self.module, tree if grid is None else grid, index)
+                    if self.family == "rotation" else None)
         return x, PreparedPositions(kind, index, tree, grid, rotation)
 
     def extra_repr(self): return f"{self.name!r}, d_model={self.d_model}, num_heads={self.num_heads}"
@@ -225,7 +237,8 @@ def attention_mask(key_mask:Tensor|None, # `[B, Lk]` bool, True at real keys (No
 
 # %% ../nbs/06_attention.ipynb #1e2370c5
 class KVCache:
-    "Keys (rotated, when the encoding rotates) and values of one attention layer, grown in place; `static` for cross-attention."
+    """Keys (rotated, when the encoding rotates) and values of one attention layer, grown in place; `static` for
+    cross-attention."""
     def __init__(self, static:bool=False # cross-attention: keys and values are written once and never reordered
                 ):
         self.k = self.v = None
@@ -255,7 +268,8 @@ class KVCache:
     def reorder(self, index:Tensor # `[B]`: row i becomes old row index[i]
                ):
         "Follow the beams: row i of the cache becomes a copy of row `index[i]`."
-        if self.k is not None and not self.static: self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+        if self.k is not None and not self.static:
+            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
 
 # %% ../nbs/06_attention.ipynb #157116bb
 class MultiHeadAttention(nn.Module):
@@ -270,7 +284,8 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         if d_model % num_heads: raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
         if decay is not None and not 0 < decay <= 1: raise ValueError(f"decay must be in (0, 1], got {decay}")
-        if max_distance is not None and max_distance < 0: raise ValueError(f"max_distance must be >= 0, got {max_distance}")
+        if max_distance is not None and max_distance < 0:
+            raise ValueError(f"max_distance must be >= 0, got {max_distance}")
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
         self.dropout, self.max_distance, self.decay = dropout, max_distance, decay
         self.q = nn.Linear(d_model, d_model, bias=bias)
@@ -292,7 +307,8 @@ class MultiHeadAttention(nn.Module):
                 need_weights:bool=False, # also return the attention weights `[B, H, Lq, Lk]`
                 memory_positions:PreparedPositions|None=None, # the memory's, in the space of `positions`: rotate across
                ) -> Tensor: # `[B, Lq, d_model]` (and the weights)
-        "Attend from `x` to itself (causally, with the cache) or to `memory`; the fused kernel unless Shaw's terms, decay or weights are asked for."
+        """Attend from `x` to itself (causally, with the cache) or to `memory`; the fused kernel unless Shaw's terms,
+        decay or weights are asked for."""
         H, D = self.num_heads, self.head_dim
         B, Lq, _ = x.shape
         q = self.q(x).unflatten(-1, (H, D)).transpose(1, 2)                         # [B, H, Lq, D]
@@ -324,7 +340,8 @@ class MultiHeadAttention(nn.Module):
                    + self.max_distance)[:, None].expand(-1, H, -1, -1)                # [B, H, Lq, Lk] in 0..2k
             scores = scores + (q @ self.rel_keys.to(q.dtype).mT).gather(-1, rel)    # Shaw's key term q_a . a^K_ac
         scores = scores * D ** -0.5
-        if decay is not None: scores = scores * torch.pow(decay, position_distance(positions, kpos))[:, None].to(scores.dtype)
+        if decay is not None:
+            scores = scores * torch.pow(decay, position_distance(positions, kpos))[:, None].to(scores.dtype)
         if allowed is not None: scores = scores.masked_fill(~allowed, float("-inf"))
         weights = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         w = F.dropout(weights, p) if p else weights

@@ -56,19 +56,24 @@ class TransformerConfig:
         if self.tgt_vocab is not None and (self.tgt_vocab < 3 or self.dec_layers < 1):
             raise ValueError(f"a decoder needs tgt_vocab >= 3 (pad, start, end) and dec_layers >= 1, got "
                              f"tgt_vocab={self.tgt_vocab}, dec_layers={self.dec_layers}")
-        if self.d_model % self.num_heads: raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
+        if self.d_model % self.num_heads:
+            raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
         if self.max_depth < 0: raise ValueError(f"max_depth must be >= 0, got {self.max_depth}")
         if not 0 <= self.dropout < 1: raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         same_rotation = self.src_pe == self.tgt_pe and ENCODINGS[self.src_pe][0] == "rotation"
         if self.cross_positions is None: self.cross_positions = same_rotation and self.tgt_vocab is not None
         elif self.cross_positions and not same_rotation:
-            raise ValueError(f"cross_positions=True needs one rotation encoding (rotary, ape-seq, ape-tree, ape-grid) on "
-                             f"both sides, got src_pe={self.src_pe!r}, tgt_pe={self.tgt_pe!r}")
+            raise ValueError(
+                f"cross_positions=True needs one rotation encoding (rotary, ape-seq, ape-tree, ape-grid) on "
+                f"both sides, got src_pe={self.src_pe!r}, tgt_pe={self.tgt_pe!r}"
+            )
 
 # %% ../nbs/07_model.ipynb #a3bee4af
 def _feed_forward(cfg:TransformerConfig) -> nn.Sequential:
     d_ff = cfg.d_ff or 4 * cfg.d_model
-    return nn.Sequential(nn.Linear(cfg.d_model, d_ff), nn.GELU(), nn.Dropout(cfg.dropout), nn.Linear(d_ff, cfg.d_model))
+    return nn.Sequential(
+        nn.Linear(cfg.d_model, d_ff), nn.GELU(), nn.Dropout(cfg.dropout), nn.Linear(d_ff, cfg.d_model)
+    )
 
 class EncoderLayer(nn.Module):
     "Pre-LN encoder layer: self-attention with the source positions, then a feed-forward block."
@@ -108,7 +113,8 @@ class DecoderLayer(nn.Module):
                 memory_positions:PreparedPositions|None=None, # the source's, to rotate cross-attention (cross_positions)
                ) -> Tensor:
         own, cross = caches if caches is not None else (None, None)
-        x = x + self.drop(self.self_attn(self.norm1(x), positions, mask, causal=True, cache=own, key_positions=key_positions))
+        x = x + self.drop(self.self_attn(self.norm1(x), positions, mask, causal=True, cache=own,
+                                         key_positions=key_positions))
         x = x + self.drop(self.cross_attn(self.norm2(x), positions if memory_positions is not None else None,
                                           memory_mask, memory=memory, cache=cross, memory_positions=memory_positions))
         return x + self.drop(self.ff(self.norm3(x)))
@@ -116,8 +122,10 @@ class DecoderLayer(nn.Module):
 # %% ../nbs/07_model.ipynb #0ff7fbec
 def _check_ids(ids:Tensor, vocab:int, what:str, limit:str):
     if not isinstance(ids, Tensor) or ids.dtype.is_floating_point or ids.dtype == torch.bool or ids.ndim != 2:
-        raise TypeError(f"{what} must be an integer tensor [batch, length], got "
-                        f"{getattr(ids, 'dtype', type(ids).__name__)} of shape {tuple(getattr(ids, 'shape', ()))}")
+        raise TypeError(
+            f"{what} must be an integer tensor [batch, length], got "
+            f"{getattr(ids, 'dtype', type(ids).__name__)} of shape {tuple(getattr(ids, 'shape', ()))}"
+        )
     if torch.compiler.is_compiling() or ids.numel() == 0: return
     bad = (ids < 0) | (ids >= vocab)
     if bool(bad.any()):
@@ -127,19 +135,25 @@ def _check_ids(ids:Tensor, vocab:int, what:str, limit:str):
 def _check_padding(mask:Tensor, positions, what:str):
     if not isinstance(positions, TreePositions) or torch.compiler.is_compiling(): return
     if positions.depth.shape != mask.shape:
-        raise ValueError(f"{what}_pos has shape {tuple(positions.depth.shape)} but {what}_ids {tuple(mask.shape)}")
+        raise ValueError(
+            f"{what}_pos has shape {tuple(positions.depth.shape)} but {what}_ids {tuple(mask.shape)}"
+        )
     bad = positions.mask != mask
     if bool(bad.any()):
         b, t = bad.nonzero()[0].tolist()
-        raise ValueError(f"{what}_pos: the node at index ({b}, {t}) has depth {int(positions.depth[b, t])} but {what}_ids "
-                         f"holds {'padding' if not mask[b, t] else 'a real token'} there (padding is id 0 and depth -1)")
+        raise ValueError(
+            f"{what}_pos: the node at index ({b}, {t}) has depth {int(positions.depth[b, t])} but {what}_ids "
+            f"holds {'padding' if not mask[b, t] else 'a real token'} there (padding is id 0 and depth -1)"
+        )
 
 def _memory_positions(model, positions:PreparedPositions|None) -> PreparedPositions|None:
     "The source positions cross-attention rotates by, or None when the model does not (`cfg.cross_positions`)."
     if not model.cfg.cross_positions: return None
     if positions is None or positions.rotation is None:
-        raise ValueError("this model rotates cross-attention (cross_positions=True): pass memory_positions, the third "
-                         "value `encode` returns")
+        raise ValueError(
+            "this model rotates cross-attention (cross_positions=True): pass memory_positions, the third "
+            "value `encode` returns"
+        )
     return positions
 
 class Transformer(nn.Module):
@@ -185,7 +199,8 @@ class Transformer(nn.Module):
                tgt_kinds:Tensor|None=None, # `[B, T]` node kinds (the additive encoding)
               ) -> Tensor: # logits `[B, T, tgt_vocab]`
         "Run the decoder with teacher forcing (all target tokens at once, causally masked)."
-        if self.decoder is None: raise ValueError("this model has no decoder (tgt_vocab=None): call it without targets")
+        if self.decoder is None:
+            raise ValueError("this model has no decoder (tgt_vocab=None): call it without targets")
         _check_ids(tgt_ids, self.cfg.tgt_vocab, "tgt_ids", "tgt_vocab")
         mask = tgt_ids != self.cfg.pad_id
         _check_padding(mask, tgt_pos, "tgt")
@@ -204,7 +219,8 @@ class Transformer(nn.Module):
         "Teacher-forced logits of the targets, or the encoder head's per-token logits."
         memory, mask, prep = self.encode(src_ids, src_pos, src_kinds)
         if tgt_ids is None:
-            if self.head is None: raise ValueError("this model has no encoder head: pass num_labels, or give targets")
+            if self.head is None:
+                raise ValueError("this model has no encoder head: pass num_labels, or give targets")
             return self.head(memory)
         if tgt_pos is None: raise ValueError("tgt_pos is missing: give the positions of tgt_ids")
         return self.decode(tgt_ids, tgt_pos, memory, mask, prep, tgt_kinds)
@@ -233,14 +249,22 @@ def decoder_batch(targets:Sequence, # `Tree`s (with `vocab`) or lists of token i
                  ) -> tuple[Tensor, Tensor|TreePositions, Tensor]: # inputs `[B, T+1]`, their positions, labels `[B, T+1]`
     "Teacher-forcing inputs `<start> y_0 .. y_{T-1}` at `root, pos(y_0) ..` and labels `y_0 .. y_{T-1} <end>`."
     if vocab is not None: start_id, end_id = vocab.start, vocab.end
-    rows = [_encode_tree(vocab, t, order) if vocab is not None else torch.as_tensor(list(t), dtype=torch.long) for t in targets]
-    inputs = torch.nn.utils.rnn.pad_sequence([torch.cat([r.new_tensor([start_id]), r]) for r in rows], batch_first=True)
-    labels = torch.nn.utils.rnn.pad_sequence([torch.cat([r, r.new_tensor([end_id])]) for r in rows], batch_first=True)
+    rows = [
+        _encode_tree(vocab, t, order) if vocab is not None else torch.as_tensor(list(t), dtype=torch.long)
+        for t in targets
+    ]
+    inputs = torch.nn.utils.rnn.pad_sequence(
+        [torch.cat([r.new_tensor([start_id]), r]) for r in rows], batch_first=True
+    )
+    labels = torch.nn.utils.rnn.pad_sequence(
+        [torch.cat([r, r.new_tensor([end_id])]) for r in rows], batch_first=True
+    )
     if vocab is None: return inputs, torch.arange(inputs.shape[1]).expand_as(inputs).clone(), labels
     pos = _tree_positions(list(targets), order, max_depth)                             # [B, T, K]
     B, K = len(rows), pos.paths.shape[-1]
     root = TreePositions(pos.paths.new_full((B, 1, K), -1), pos.depth.new_zeros(B, 1))  # the start token: the root
-    return inputs, TreePositions(torch.cat([root.paths, pos.paths], 1), torch.cat([root.depth, pos.depth], 1), trusted=True), labels
+    positions = TreePositions(torch.cat([root.paths, pos.paths], 1), torch.cat([root.depth, pos.depth], 1), trusted=True)
+    return inputs, positions, labels
 
 # %% ../nbs/07_model.ipynb #d986951e
 @dataclass(eq=False)
@@ -282,17 +306,22 @@ def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the
                ) -> Tensor: # logits `[B, tgt_vocab]` of the next token
     "Feed one token per row through the decoder, using and extending the caches."
     ids = tokens[:, None]
-    if isinstance(positions, TreePositions): pos = TreePositions(positions.paths[:, None], positions.depth[:, None], trusted=positions.trusted)
+    if isinstance(positions, TreePositions):
+        pos = TreePositions(positions.paths[:, None], positions.depth[:, None], trusted=positions.trusted)
     else: pos = positions[:, None]
     mask = ids != self.cfg.pad_id
     x, prep = self.tgt_pe(self.tgt_embed(ids) * math.sqrt(self.cfg.d_model), pos, mask,
                           None if kinds is None else kinds[:, None], offset=state.length)
     state.key_mask = mask if state.key_mask is None else torch.cat([state.key_mask, mask], 1)
     if state.keep_positions:
-        state.key_positions = PreparedPositions(prep.kind, prep.index, prep.tree, prep.grid) if state.key_positions is None \
-                              else state.key_positions.cat(prep)
+        state.key_positions = (
+            PreparedPositions(prep.kind, prep.index, prep.tree, prep.grid)
+            if state.key_positions is None
+            else state.key_positions.cat(prep)
+        )
     for layer, caches in zip(self.decoder, state.caches):
-        x = layer(x, prep, state.key_mask, state.memory, state.memory_mask, caches, state.key_positions, state.memory_positions)
+        x = layer(x, prep, state.key_mask, state.memory, state.memory_mask, caches, state.key_positions,
+                  state.memory_positions)
     state.length += 1
     return self.generator(self.dec_norm(x))[:, 0]
 
@@ -303,8 +332,11 @@ def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_
     B, W = len(src_ids), beam or 1
     N, V = B * W, cfg.tgt_vocab
     if W > 1:                                      # each input's W beams: W copies of its row (and of its maps)
-        src_ids, src_kinds = src_ids.repeat_interleave(W, 0), None if src_kinds is None else src_kinds.repeat_interleave(W, 0)
-        src_pos = (TreePositions(src_pos.paths.repeat_interleave(W, 0), src_pos.depth.repeat_interleave(W, 0), src_pos.trusted)
+        src_ids, src_kinds = src_ids.repeat_interleave(W, 0), (
+            None if src_kinds is None else src_kinds.repeat_interleave(W, 0)
+        )
+        src_pos = (TreePositions(src_pos.paths.repeat_interleave(W, 0), src_pos.depth.repeat_interleave(W, 0),
+                                 src_pos.trusted)
                    if isinstance(src_pos, TreePositions) else src_pos.repeat_interleave(W, 0))
     state = model.start_decoding(*model.encode(src_ids, src_pos, src_kinds))
     tracker = _new_tracker(order, N, vocab.n, cfg.max_depth, max_nodes, dev) if vocab is not None else None
@@ -319,7 +351,10 @@ def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_
     hist = torch.zeros(N, 0, dtype=torch.long, device=dev)
     for t in range(steps):
         logp = model.decode_step(state, tok, pos).float().log_softmax(-1)     # [N, V]
-        if tracker is not None: allowed = torch.where(tracker.done.to(dev)[:, None], ids == end_id, tracker.allowed(vocab).to(dev))
+        if tracker is not None:
+            allowed = torch.where(
+                tracker.done.to(dev)[:, None], ids == end_id, tracker.allowed(vocab).to(dev)
+            )
         else: allowed = ((ids != pad) & (ids != start_id)).expand(N, V)
         logp = torch.where(finished[:, None], pad_only, logp.masked_fill(~allowed, float("-inf")))
         grown = lengths + (~finished).long()
@@ -334,7 +369,8 @@ def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_
             nxt, scores = (idx % V).view(-1), cand.view(B, W * V).gather(1, idx).view(-1)
             lengths, finished, hist = grown[origin], finished[origin], hist[origin]
             state.reorder(origin)
-            if tracker is not None: _reorder_tracker(tracker, origin.cpu() if tracker.done.device.type == "cpu" else origin)
+            if tracker is not None:
+                _reorder_tracker(tracker, origin.cpu() if tracker.done.device.type == "cpu" else origin)
             dead = torch.isneginf(scores)                                        # fewer than W legal extensions
             nxt, finished = torch.where(dead, pad, nxt), finished | dead
         hist = torch.cat([hist, nxt[:, None]], 1)
@@ -362,15 +398,19 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
             ) -> list: # per input: a `Tree` or a token list (or a list of (output, score) pairs)
     "Decode every input greedily or with beam search, incrementally with the key/value cache."
     cfg = self.cfg
-    if self.decoder is None: raise ValueError("this model has no decoder (tgt_vocab=None): it cannot generate")
+    if self.decoder is None:
+        raise ValueError("this model has no decoder (tgt_vocab=None): it cannot generate")
     need = "tree" if vocab is not None else "sequence"
     if need not in ENCODINGS[cfg.tgt_pe][1]:
         raise ValueError(f"tgt_pe={cfg.tgt_pe!r} cannot encode {need} targets; " +
-                         ("pass the targets' ArityVocab to generate trees" if need == "sequence" and "tree" in ENCODINGS[cfg.tgt_pe][1]
+                         ("pass the targets' ArityVocab to generate trees"
+                          if need == "sequence" and "tree" in ENCODINGS[cfg.tgt_pe][1]
                           else "generation supports sequence and tree targets"))
     if vocab is not None:
-        if len(vocab) != cfg.tgt_vocab: raise ValueError(f"the vocabulary has {len(vocab)} tokens but tgt_vocab={cfg.tgt_vocab}")
-        if vocab.n > cfg.n: raise ValueError(f"the vocabulary has n={vocab.n} child slots but the model's n={cfg.n}")
+        if len(vocab) != cfg.tgt_vocab:
+            raise ValueError(f"the vocabulary has {len(vocab)} tokens but tgt_vocab={cfg.tgt_vocab}")
+        if vocab.n > cfg.n:
+            raise ValueError(f"the vocabulary has n={vocab.n} child slots but the model's n={cfg.n}")
         start_id, end_id = vocab.start, vocab.end
     if beam is not None and beam < 1: raise ValueError(f"beam must be None (greedy) or >= 1, got {beam}")
     steps = max_nodes + 1 if vocab is not None else (max_len or cfg.max_len - 1)
@@ -383,7 +423,10 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
     finally: self.train(was)
     out = []
     for b in range(len(src_ids)):
-        rows = [b * W + i for i in torch.argsort(scores[b * W:(b + 1) * W], descending=True, stable=True).tolist()]
+        rows = [
+            b * W + i
+            for i in torch.argsort(scores[b * W : (b + 1) * W], descending=True, stable=True).tolist()
+        ]
         rows = [r for r in rows if scores[r] > float("-inf")]
         if vocab is not None: outputs = _decode_trees(vocab, hist[rows].cpu(), order, cfg.max_depth)
         else:
@@ -401,5 +444,7 @@ def exact_match(predictions:Sequence, # generated `Tree`s or token lists
     "Whether each prediction equals its reference exactly."
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
-    return torch.tensor([(p == r) if isinstance(p, Tree) else list(p) == list(r) for p, r in zip(predictions, references)],
-                        dtype=torch.bool)
+    return torch.tensor(
+        [(p == r) if isinstance(p, Tree) else list(p) == list(r) for p, r in zip(predictions, references)],
+        dtype=torch.bool,
+    )

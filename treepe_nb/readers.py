@@ -31,10 +31,13 @@ def _ast_children(node):
 
 def _parse_python(source) -> ast.AST:
     "`ast.parse(source)` with a `TypeError` for non-text and a `ValueError` for invalid or too deeply nested code."
-    if not isinstance(source, str): raise TypeError(f"expected Python source as a str, got {type(source).__name__}")
+    if not isinstance(source, str):
+        raise TypeError(f"expected Python source as a str, got {type(source).__name__}")
     try: return ast.parse(source)
-    except SyntaxError as e: raise ValueError(f"invalid Python at line {e.lineno}, column {e.offset}: {e.msg}") from None
-    except (RecursionError, MemoryError): raise ValueError("the Python source is nested too deeply for Python's own parser") from None
+    except SyntaxError as e:
+        raise ValueError(f"invalid Python at line {e.lineno}, column {e.offset}: {e.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ValueError("the Python source is nested too deeply for Python's own parser") from None
 
 @patch(cls_method=True)
 def from_python_ast(cls:Tree, source:str|ast.AST # Python source code (a `str`), or an already parsed `ast` node
@@ -66,7 +69,8 @@ def python_functions(source:str, # Python source code
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 name = f"{prefix}.{child.name}" if prefix else child.name
             stack.append((child, name))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)): out.append((prefix, Tree.from_python_ast(node)))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append((prefix, Tree.from_python_ast(node)))
     return out
 
 # %% ../nbs/01a_readers.ipynb #85866b59
@@ -79,8 +83,10 @@ def _json_kids(v):
 
 def _json_scalar(v, i:int, what:str="value"):
     if not isinstance(v, _JSON_SCALARS):
-        raise TypeError(f"node {i} is a {what} of type {type(v).__name__} ({v!r:.40}): a parsed JSON value holds "
-                        f"dicts, lists (or tuples), str, int, float, bool and None")
+        raise TypeError(
+            f"node {i} is a {what} of type {type(v).__name__} ({v!r:.40}): a parsed JSON value holds "
+            f"dicts, lists (or tuples), str, int, float, bool and None"
+        )
     return v
 
 @patch(cls_method=True)
@@ -91,8 +97,10 @@ def from_json(cls:Tree, obj:Any, # JSON text (`str` or `bytes`), or a parsed val
     max_nodes = _limit(max_nodes, "max_nodes", 1)
     if isinstance(obj, (str, bytes, bytearray)):
         try: obj = json.loads(obj)
-        except json.JSONDecodeError as e: raise ValueError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
-        except RecursionError: raise ValueError("the JSON document is nested too deeply for Python's json parser") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+        except RecursionError:
+            raise ValueError("the JSON document is nested too deeply for Python's json parser") from None
     labels, parent, slot = [], [], []
     stack, on_path, seen, sized = [(obj, -1, -1)], set(), set(), False
     while stack:
@@ -101,7 +109,8 @@ def from_json(cls:Tree, obj:Any, # JSON text (`str` or `bytes`), or a parsed val
         i = len(labels)
         parent.append(p); slot.append(s)
         if isinstance(v, (dict, list, tuple)):
-            if id(v) in on_path: raise ValueError(f"the document is cyclic: node {i} contains one of its ancestors")
+            if id(v) in on_path:
+                raise ValueError(f"the document is cyclic: node {i} contains one of its ancestors")
             if v and id(v) in seen and not sized:                  # shared by reference: count the expansion first
                 _expanded_size(obj, _json_kids, max_nodes, "the document"); sized = True
             on_path.add(id(v)); seen.add(id(v)); stack.append((_EXIT, id(v), None))
@@ -136,14 +145,17 @@ _YAML_SCALARS = (str, int, float, bool, type(None), bytes, datetime.date)    # w
 
 def _where(mark) -> str: return f"line {mark.line + 1}, column {mark.column + 1}"
 
-def _short(tag:str) -> str: return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
+def _short(tag: str) -> str:
+    return "!!" + tag[len("tag:yaml.org,2002:") :] if tag.startswith("tag:yaml.org,2002:") else tag
 
 def _construct_scalar(loader, node):
     "The Python value of a scalar node, by PyYAML's safe constructor; unsafe, unknown or non-scalar tags are a `ValueError`."
     try: value = loader.construct_object(node)
     except yaml.YAMLError as e:
-        raise ValueError(f"cannot load the scalar {node.value!r} at {_where(node.start_mark)}: tag {_short(node.tag)} "
-                         f"is not a safe YAML type ({getattr(e, 'problem', e)})") from None
+        raise ValueError(
+            f"cannot load the scalar {node.value!r} at {_where(node.start_mark)}: tag {_short(node.tag)} "
+            f"is not a safe YAML type ({getattr(e, 'problem', e)})"
+        ) from None
     if not isinstance(value, _YAML_SCALARS):
         raise ValueError(f"the scalar {node.value!r} at {_where(node.start_mark)} has tag {_short(node.tag)}, which builds "
                          f"a {type(value).__name__}, not a plain scalar: refused")
@@ -151,19 +163,24 @@ def _construct_scalar(loader, node):
 
 def _check_container_tag(node):
     if node.tag in (_MAP, _SEQ): return
-    what = "is a safe YAML type, but not supported here (use plain mappings and lists)" \
-        if node.tag in yaml.SafeLoader.yaml_constructors else "would construct an object or is unknown: refused (safe loading)"
-    raise ValueError(f"the {'mapping' if isinstance(node, yaml.MappingNode) else 'list'} at {_where(node.start_mark)} "
-                     f"has tag {_short(node.tag)}, which {what}")
+    what = (
+        "is a safe YAML type, but not supported here (use plain mappings and lists)"
+        if node.tag in yaml.SafeLoader.yaml_constructors
+        else "would construct an object or is unknown: refused (safe loading)"
+    )
+    raise ValueError(
+        f"the {'mapping' if isinstance(node, yaml.MappingNode) else 'list'} at {_where(node.start_mark)} "
+        f"has tag {_short(node.tag)}, which {what}"
+    )
 
 class _Budget:
     "The node limit of one document: expanded sizes, and the entries merge keys copy."
     def __init__(self, max_nodes:int): self.max_nodes, self.merged = max_nodes, 0
     def check_size(self, node):
         if node.size > self.max_nodes:
-            raise ValueError(f"the {'mapping' if isinstance(node, yaml.MappingNode) else 'list'} at {_where(node.start_mark)} "
-                             f"has more than max_nodes={self.max_nodes} nodes once its aliases are expanded; pass a larger "
-                             f"max_nodes if that is intended")
+            what = "mapping" if isinstance(node, yaml.MappingNode) else "list"
+            raise ValueError(f"the {what} at {_where(node.start_mark)} has more than max_nodes={self.max_nodes} "
+                             f"nodes once its aliases are expanded; pass a larger max_nodes if that is intended")
     def merge(self, n:int, mark):
         self.merged += n
         if self.merged > self.max_nodes:
@@ -180,21 +197,28 @@ def _flatten(loader, node, complete:set, budget:_Budget):
         sources = v.value if isinstance(v, yaml.SequenceNode) else [v]
         for s in sources:
             if not isinstance(s, yaml.MappingNode):
-                raise ValueError(f"the merge key `<<` at {_where(k.start_mark)} needs a mapping or a list of mappings")
+                raise ValueError(
+                    f"the merge key `<<` at {_where(k.start_mark)} needs a mapping or a list of mappings"
+                )
             if id(s) not in complete:
-                raise ValueError(f"the merge key `<<` at {_where(k.start_mark)} merges a mapping that contains it")
+                raise ValueError(
+                    f"the merge key `<<` at {_where(k.start_mark)} merges a mapping that contains it"
+                )
         budget.merge(sum(len(s.entries) for s in sources), k.start_mark)   # before copying anything
         merged.extend(reversed(sources))
     entries, first_line = {}, {}
-    for s in merged: entries.update((e[0], e) for e in s.entries)   # keys already checked; earlier sources win
+    for s in merged:
+        entries.update((e[0], e) for e in s.entries)   # keys already checked; earlier sources win
     for k, v in own:
         if not isinstance(k, yaml.ScalarNode):
             raise ValueError(f"a {'mapping' if isinstance(k, yaml.MappingNode) else 'list'} used as a key at "
                              f"{_where(k.start_mark)}: only scalar keys are supported")
         key = _construct_scalar(loader, k)
         if key in first_line:
-            raise ValueError(f"duplicate key {k.value!r} at {_where(k.start_mark)}: it loads as {key!r}, equal to "
-                             f"the key at {first_line[key]}; YAML keys must be unique")
+            raise ValueError(
+                f"duplicate key {k.value!r} at {_where(k.start_mark)}: it loads as {key!r}, equal to "
+                f"the key at {first_line[key]}; YAML keys must be unique"
+            )
         first_line[key] = _where(k.start_mark)
         entries[key] = (key, k, v)                # a later entry overrides the value, the first keeps the place
     node.entries = list(entries.values())
@@ -220,24 +244,31 @@ def _compose(loader, max_nodes:int, max_nesting:int, note:bool):
             if isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 _close(loader, frames.pop()[0], complete, budget, note); continue
             if isinstance(ev, yaml.AliasEvent):
-                if ev.anchor not in anchors: raise ValueError(f"undefined alias *{ev.anchor} at {_where(ev.start_mark)}")
+                if ev.anchor not in anchors:
+                    raise ValueError(f"undefined alias *{ev.anchor} at {_where(ev.start_mark)}")
                 node = anchors[ev.anchor]
                 if not isinstance(node, yaml.ScalarNode) and id(node) not in complete:
-                    raise ValueError(f"the alias *{ev.anchor} at {_where(ev.start_mark)} makes the document recursive "
-                                     f"(a node contains itself): it has no finite tree")
+                    raise ValueError(
+                        f"the alias *{ev.anchor} at {_where(ev.start_mark)} makes the document recursive "
+                        f"(a node contains itself): it has no finite tree"
+                    )
             else:
                 node = _new_node(loader, ev)
                 if ev.anchor is not None:
                     if ev.anchor in anchors:
-                        raise ValueError(f"duplicate anchor &{ev.anchor} at {_where(ev.start_mark)} (first at "
-                                         f"{_where(anchors[ev.anchor].start_mark)})")
+                        raise ValueError(
+                            f"duplicate anchor &{ev.anchor} at {_where(ev.start_mark)} (first at "
+                            f"{_where(anchors[ev.anchor].start_mark)})"
+                        )
                     anchors[ev.anchor] = node
             if frames: _attach(frames[-1], node)
             else: root = node
             if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 if len(frames) >= max_nesting:
-                    raise ValueError(f"the document is nested deeper than max_nesting={max_nesting} mappings and lists "
-                                     f"at {_where(ev.start_mark)}; pass a larger max_nesting if that is intended")
+                    raise ValueError(
+                        f"the document is nested deeper than max_nesting={max_nesting} mappings and lists "
+                        f"at {_where(ev.start_mark)}; pass a larger max_nesting if that is intended"
+                    )
                 frames.append([node, None])
         loader.get_event()                                              # DocumentEnd
         yield root
@@ -268,7 +299,9 @@ _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 def _key_fragment(key, tag:str, token:str) -> tuple[bool, str]:
     "How one mapping key is written in a path: bare, as a quoted string, or as a tagged non-string scalar."
     if isinstance(key, str):
-        return (True, key) if _BARE_KEY.fullmatch(key) else (False, f"[{json.dumps(key, ensure_ascii=False)}]")
+        return (
+            (True, key) if _BARE_KEY.fullmatch(key) else (False, f"[{json.dumps(key, ensure_ascii=False)}]")
+        )
     return False, f"[!!{tag.rsplit(':', 1)[-1]} {token}]"
 
 def _chain(link) -> list:
@@ -316,8 +349,10 @@ class YamlTree:
         depth = self.tree.depth[1:] - 1
         if max_depth is not None and overflow == "raise" and len(depth) and int(depth.max()) > max_depth:
             i = int(np.argmax(depth > max_depth))
-            raise ValueError(f"token {i} ({self.tokens[i]!r} at {self.path(i) or '<document>'}) has depth {depth[i]} > "
-                             f"max_depth={max_depth}; raise max_depth, or pass overflow='truncate'")
+            raise ValueError(
+                f"token {i} ({self.tokens[i]!r} at {self.path(i) or '<document>'}) has depth {depth[i]} > "
+                f"max_depth={max_depth}; raise max_depth, or pass overflow='truncate'"
+            )
         p = self.tree.positions(max_depth=None if max_depth is None else max_depth + 1, overflow=overflow)
         return TreePositions(p.paths[1:, 1:], p.depth[1:] - 1, trusted=True)
 
@@ -330,15 +365,23 @@ def _walk(loader, root, doc:int, note:bool) -> YamlTree:
     def add(label, p, kind, token, mark, link):
         labels.append(label); parent.append(p); slot.append(-1 if p < 0 else nkids[p]); nkids.append(0)
         if p >= 0: nkids[p] += 1
-        kinds.append(int(kind)); tokens.append(token); lines.append(mark.line + 1); cols.append(mark.column + 1)
+        kinds.append(int(kind))
+        tokens.append(token)
+        lines.append(mark.line + 1)
+        cols.append(mark.column + 1)
         links.append(link)
         return len(labels) - 1
-    def is_leaf(node): return isinstance(node, yaml.ScalarNode) or not (node.entries if isinstance(node, yaml.MappingNode) else node.value)
+    def is_leaf(node):
+        return isinstance(node, yaml.ScalarNode) or not (
+            node.entries if isinstance(node, yaml.MappingNode) else node.value
+        )
     def leaf(node):
         if isinstance(node, yaml.ScalarNode): return _construct_scalar(loader, node), node.value
         return ("{}", "{}") if isinstance(node, yaml.MappingNode) else ("[]", "[]")
     hidden = note and not is_leaf(root)
-    if hidden: add("{}" if isinstance(root, yaml.MappingNode) else "[]", -1, NodeKind.VALUE, "", root.start_mark, None)
+    if hidden:
+        add("{}" if isinstance(root, yaml.MappingNode) else "[]", -1, NodeKind.VALUE, "", root.start_mark,
+            None)
     stack = [("node", root, 0 if hidden else -1, "root", None)]
     while stack:
         entry = stack.pop()
@@ -355,13 +398,17 @@ def _walk(loader, root, doc:int, note:bool) -> YamlTree:
         if isinstance(node, yaml.MappingNode):
             key_kind = NodeKind.LIST_KEY if role == "item" else NodeKind.KEY
             for key, k, v in reversed(node.entries):
-                stack.append(("key", key, k, holder, key_kind, (link, key, _key_fragment(key, k.tag, k.value)), v))
+                stack.append(
+                    ("key", key, k, holder, key_kind, (link, key, _key_fragment(key, k.tag, k.value)), v)
+                )
         else:
             for j in range(len(node.value) - 1, -1, -1):
                 stack.append(("node", node.value[j], holder, "item", (link, j, (False, f"[{j}]"))))
     s = 1 if hidden else 0
     tree = Tree(labels, parent, slot, validate=False)
-    return YamlTree(tree, torch.tensor(kinds[s:], dtype=torch.long), tokens[s:], lines[s:], cols[s:], doc, note, links[s:])
+    return YamlTree(
+        tree, torch.tensor(kinds[s:], dtype=torch.long), tokens[s:], lines[s:], cols[s:], doc, note, links[s:]
+    )
 
 def _libyaml_nesting(limit:int|None) -> int|None:
     "Set libyaml's own nesting limit (1000 since PyYAML 6.0.4; absent before), returning the previous one."
@@ -380,7 +427,8 @@ def read_yaml(text:str|bytes, # a YAML document, or a stream of documents separa
               max_nesting:int=5_000, # deepest nesting of mappings and lists
              ) -> list[YamlTree|None]: # one per document; `None` for an empty document
     "Read YAML safely into one `YamlTree` per document: a `Tree` plus node kinds, tokens, places and paths."
-    if not isinstance(text, (str, bytes)): raise TypeError(f"expected YAML text (str or bytes), got {type(text).__name__}")
+    if not isinstance(text, (str, bytes)):
+        raise TypeError(f"expected YAML text (str or bytes), got {type(text).__name__}")
     max_nodes, max_nesting = _limit(max_nodes, "max_nodes", 1), _limit(max_nesting, "max_nesting", 1)
     loader, libyaml_limit = _Loader(text), _libyaml_nesting(max_nesting + 1)   # ours is checked first, with our message
     try:
@@ -391,8 +439,10 @@ def read_yaml(text:str|bytes, # a YAML document, or a stream of documents separa
         where = f" at {_where(mark)}" if mark else ""
         problem = getattr(e, 'problem', None) or e
         if "maximum nesting depth" in str(problem):
-            raise ValueError(f"the document is nested deeper than max_nesting={max_nesting} mappings and lists{where}; "
-                             f"pass a larger max_nesting if that is intended") from None
+            raise ValueError(
+                f"the document is nested deeper than max_nesting={max_nesting} mappings and lists{where}; "
+                f"pass a larger max_nesting if that is intended"
+            ) from None
         raise ValueError(f"invalid YAML{where}: {problem}") from None
     finally: loader.dispose(); _libyaml_nesting(libyaml_limit)
 
@@ -404,7 +454,8 @@ def from_yaml(cls:Tree, text:str|bytes, # one YAML document
              ) -> Tree:
     "A YAML document as a tree, with the same rules as `Tree.from_json` (`read_yaml`'s structural layout)."
     docs = read_yaml(text, max_nodes=max_nodes, max_nesting=max_nesting)
-    if len(docs) != 1: raise ValueError(f"expected one YAML document, found {len(docs)} (split the stream with read_yaml)")
+    if len(docs) != 1:
+        raise ValueError(f"expected one YAML document, found {len(docs)} (split the stream with read_yaml)")
     return Tree([None], [-1], [-1]) if docs[0] is None else docs[0].tree
 
 # %% ../nbs/01a_readers.ipynb #9aab70b2
@@ -419,7 +470,8 @@ def from_parents(cls:Tree, labels:Sequence[Hashable], # one label per node, in a
     for k, label in enumerate(labels): _check_label(label, k)
     roots = np.flatnonzero(par < 0)
     if len(roots) != 1:
-        raise ValueError(f"parents must mark exactly one root (a negative parent), found {len(roots)}: nodes {roots.tolist()}")
+        raise ValueError(f"parents must mark exactly one root (a negative parent), found {len(roots)}: "
+                         f"nodes {roots.tolist()}")
     bad = np.flatnonzero(par >= n)
     if len(bad): raise ValueError(f"node {bad[0]} has parent {par[bad[0]]}, but there are only {n} nodes")
     kids = np.argsort(par, kind="stable")[1:]
@@ -432,7 +484,9 @@ def from_parents(cls:Tree, labels:Sequence[Hashable], # one label per node, in a
         stack.extend((int(c), k) for k, c in reversed(list(enumerate(ch))))
     if len(order) != n:
         lost = np.setdiff1d(np.arange(n), order)[0]
-        raise ValueError(f"node {lost} ({labels[lost]!r}) is not connected to the root: its parents form a cycle")
+        raise ValueError(
+            f"node {lost} ({labels[lost]!r}) is not connected to the root: its parents form a cycle"
+        )
     new = np.empty(n, dtype=np.int64); new[order] = np.arange(n)
     old_parent = par[order]
     return cls([labels[v] for v in order], np.where(old_parent < 0, -1, new[old_parent.clip(0)]), slots, validate=False)
@@ -447,28 +501,35 @@ def from_conllu(cls:Tree, text:str, # CoNLL-U text, one or more sentences
     "One dependency tree per sentence of CoNLL-U text (basic dependencies, words only)."
     import conllu
     if not isinstance(text, str): raise TypeError(f"from_conllu reads a str, got {type(text).__name__}")
-    if label not in _CONLLU_LABELS: raise ValueError(f"label must be one of {', '.join(_CONLLU_LABELS)}; got {label!r}")
+    if label not in _CONLLU_LABELS:
+        raise ValueError(f"label must be one of {', '.join(_CONLLU_LABELS)}; got {label!r}")
     try: sentences = conllu.parse(text)
     except conllu.exceptions.ParseException as e: raise ValueError(f"invalid CoNLL-U: {e}") from None
     trees = []
     for n, sent in enumerate(sentences):
         missing = [(w.get("id"), c) for w in sent for c in _CONLLU_FIELDS if c not in w]
-        if missing: raise ValueError(f"sentence {n}: a word ({missing[0][0]!r}) has no {missing[0][1]} column; "
-                                     f"CoNLL-U lines have 10 tab-separated columns")
+        if missing:
+            raise ValueError(
+                f"sentence {n}: a word ({missing[0][0]!r}) has no {missing[0][1]} column; "
+                f"CoNLL-U lines have 10 tab-separated columns"
+            )
         words = [w for w in sent if isinstance(w["id"], int)]
         ids = {w["id"]: k for k, w in enumerate(words)}
         heads = []
         for w in words:
-            if w["head"] is None: raise ValueError(f"sentence {n}: word {w['id']} ({w['form']!r}) has no head")
+            if w["head"] is None:
+                raise ValueError(f"sentence {n}: word {w['id']} ({w['form']!r}) has no head")
             if w["head"] != 0 and w["head"] not in ids:
-                raise ValueError(f"sentence {n}: word {w['id']} ({w['form']!r}) has head {w['head']}, which is not a word")
+                raise ValueError(
+                    f"sentence {n}: word {w['id']} ({w['form']!r}) has head {w['head']}, which is not a word"
+                )
             heads.append(-1 if w["head"] == 0 else ids[w["head"]])
         try: trees.append(cls.from_parents([w[label] for w in words], heads))
         except ValueError as e: raise ValueError(f"sentence {n}: {e}") from None
     return trees
 
 # %% ../nbs/01a_readers.ipynb #7e156330
-def stdlib_sources(modules:Iterable[str]|None=None, # paths relative to the stdlib folder, e.g. "json/decoder.py"; default all
+def stdlib_sources(modules:Iterable[str]|None=None, # paths under the stdlib folder, e.g. "json/decoder.py"; default all
                   ) -> list[Path]:
     "Python files of the standard library of the running interpreter (site-packages excluded)."
     root = Path(sysconfig.get_paths()["stdlib"])

@@ -181,8 +181,10 @@ def relative_attention(q:Tensor, # queries `[batch, heads, q_len, head_dim]`
     D = q.shape[-1] if q.ndim else None
     if (q.ndim < 2 or k.ndim != q.ndim or v.ndim != q.ndim or k.shape[:-2] != q.shape[:-2]
             or v.shape[:-2] != q.shape[:-2] or k.shape[-1] != D or v.shape[-1] != D or v.shape[-2] != k.shape[-2]):
-        raise ValueError("q, k, v must be [..., q_len, head_dim], [..., k_len, head_dim], [..., k_len, head_dim] "
-                         f"with the same leading dims, got {shapes}")
+        raise ValueError(
+            "q, k, v must be [..., q_len, head_dim], [..., k_len, head_dim], [..., k_len, head_dim] "
+            f"with the same leading dims, got {shapes}"
+        )
     heads_ok = rel_keys.ndim == 2 or q.ndim >= 3 and rel_keys.shape[0] == q.shape[-3]
     if (rel_keys.shape != rel_values.shape or rel_keys.ndim not in (2, 3) or rel_keys.shape[-2] % 2 == 0
             or rel_keys.shape[-1] != D or not heads_ok):
@@ -268,8 +270,10 @@ def apply_rotary(x:Tensor, # floating `[batch, heads, length, dim]` (any leading
         _check_integer(positions, "positions")
         if not (positions.ndim == 1 and positions.shape[0] == length or positions.ndim == 2 and x.ndim >= 3
                 and positions.shape[1] == length and positions.shape[0] in (1, x.shape[0])):
-            raise ValueError(f"positions must be [length] or [batch, length] for x [batch, ..., length, dim]: "
-                             f"got positions {tuple(positions.shape)} and x {tuple(x.shape)}")
+            raise ValueError(
+                f"positions must be [length] or [batch, length] for x [batch, ..., length, dim]: "
+                f"got positions {tuple(positions.shape)} and x {tuple(x.shape)}"
+            )
         if positions.numel() and not torch.compiler.is_compiling():
             lo, hi = positions.aminmax()
             if lo < -2**31 or hi >= 2**31:

@@ -52,7 +52,9 @@ class SeqVocab:
                     min_count:int=1, # tokens seen fewer times are left out (they encode as `<unk>`)
                    ) -> SeqVocab:
         "The tokens seen at least `min_count` times, most frequent first (ties by their text)."
-        return cls(sorted((t for t, c in counts.items() if c >= min_count), key=lambda t: (-counts[t], str(t))))
+        return cls(
+            sorted((t for t, c in counts.items() if c >= min_count), key=lambda t: (-counts[t], str(t)))
+        )
 
     def __len__(self): return len(self._ids)
     def __repr__(self): return f"SeqVocab({len(self)} tokens)"
@@ -62,12 +64,14 @@ class SeqVocab:
                unknown:str="raise", # a token outside the vocabulary: "raise" or "unk" (maps to `<unk>`)
               ) -> np.ndarray: # int64 ids, no specials added
         "Token ids of one sequence."
-        if unknown not in ("raise", "unk"): raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
+        if unknown not in ("raise", "unk"):
+            raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
         ids = np.fromiter((self._ids.get(t, -1) for t in tokens), dtype=np.int64)
         bad = np.flatnonzero(ids < 0)
         if len(bad):
             if unknown == "raise":
-                raise ValueError(f"token {bad[0]} ({list(tokens)[bad[0]]!r}) is not in the vocabulary; pass unknown='unk' to map it to <unk>")
+                raise ValueError(f"token {bad[0]} ({list(tokens)[bad[0]]!r}) is not in the vocabulary; "
+                                 f"pass unknown='unk' to map it to <unk>")
             ids[bad] = self.unk
         return ids
 
@@ -130,7 +134,10 @@ def _split_trees(labels, parent, slot, tree, count:int) -> list[Tree]:
     labels = labels[order].tolist() if isinstance(labels, np.ndarray) else [labels[i] for i in order.tolist()]
     starts = np.searchsorted(tree, np.arange(count + 1))
     par = np.where(par < 0, -1, new[par.clip(0)] - starts[tree])
-    return [Tree(labels[a:b], par[a:b], slot[a:b], validate=False) for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
+    return [
+        Tree(labels[a:b], par[a:b], slot[a:b], validate=False)
+        for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())
+    ]
 
 def _grow(rng, depths):
     "Shapes of random binary trees of exact depths: flat arrays (tree, parent, slot, depth still to grow), level order."
@@ -182,8 +189,11 @@ def random_binary_trees(rng:np.random.Generator, # from `task_rng`
             ok = np.ones(len(todo), bool)
             pick_leaf = rng.integers(0, len(leaves), len(tree))
             pick_op = rng.integers(0, max(len(operators), 1), len(tree))
-        labels = np.where(internal, operators[pick_op % max(len(operators), 1)] if len(operators) else 0, leaves[pick_leaf])
-        for i, t in zip(todo[ok].tolist(), (t for t, good in zip(_split_trees(labels, parent, slot, tree, len(todo)), ok) if good)):
+        labels = np.where(
+            internal, operators[pick_op % max(len(operators), 1)] if len(operators) else 0, leaves[pick_leaf]
+        )
+        parts = _split_trees(labels, parent, slot, tree, len(todo))
+        for i, t in zip(todo[ok].tolist(), (t for t, good in zip(parts, ok) if good)):
             out[i] = t
         todo = todo[~ok]
     return out
@@ -203,7 +213,10 @@ def _binary_children(parent:np.ndarray, slot:np.ndarray, labels) -> tuple[np.nda
     if (slot > 1).any(): raise ValueError("the tree is not binary: a child is in a slot > 1")
     kids = np.bincount(parent[parent >= 0], minlength=n)
     bad = np.flatnonzero(kids == 1)
-    if len(bad): raise ValueError(f"node {bad[0]} ({labels[bad[0]]!r}) has one child: the tree tasks use full binary trees")
+    if len(bad):
+        raise ValueError(
+            f"node {bad[0]} ({labels[bad[0]]!r}) has one child: the tree tasks use full binary trees"
+        )
     left, right, c = np.full(n, -1), np.full(n, -1), np.flatnonzero(parent >= 0)
     left[parent[c[slot[c] == 0]]] = c[slot[c] == 0]
     right[parent[c[slot[c] == 1]]] = c[slot[c] == 1]
@@ -215,7 +228,8 @@ def _rebuild(labels, parent, slot) -> Tree:
 
 def rotate(trees:Tree|Sequence[Tree] # a full binary tree, or several (all rotated in one vectorised pass)
           ) -> Tree|list[Tree]:
-    "The tree-rotate task's target: `rot(Bin(r, Bin(p, l, m), R)) = Bin(p, rot(l), Bin(r, rot(m), rot(R)))`, other nodes unchanged."
+    """The tree-rotate task's target: `rot(Bin(r, Bin(p, l, m), R)) = Bin(p, rot(l), Bin(r, rot(m), rot(R)))`,
+    other nodes unchanged."""
     single = isinstance(trees, Tree)
     trees = [trees] if single else list(trees)
     if not trees: return []
@@ -248,12 +262,17 @@ def c3_step(trees:Tree|Sequence[Tree] # full binary trees with leaves 1, 2, 3 an
     internal = left >= 0
     reduce = internal & ~internal[left.clip(0)] & ~internal[right.clip(0)]
     bad = np.flatnonzero(internal & (labels != 4) | ~internal & ((labels < 1) | (labels > 3)))
-    if len(bad): raise ValueError(f"node {bad[0]} has label {labels[bad[0]]}: C3 trees have leaves 1..3 and operator 4")
+    if len(bad):
+        raise ValueError(
+            f"node {bad[0]} has label {labels[bad[0]]}: C3 trees have leaves 1..3 and operator 4"
+        )
     labels[reduce] = (labels[left[reduce]] - 1 + labels[right[reduce]] - 1) % 3 + 1
     keep = (parent < 0) | ~reduce[parent.clip(0)]               # drop the reduced nodes' children
     new = np.cumsum(keep) - 1
     par = parent[keep]
-    out = _split_trees(labels[keep], np.where(par < 0, -1, new[par.clip(0)]), slot[keep], tree[keep], len(trees))
+    out = _split_trees(
+        labels[keep], np.where(par < 0, -1, new[par.clip(0)]), slot[keep], tree[keep], len(trees)
+    )
     return out[0] if single else out
 
 # %% ../nbs/08_tasks.ipynb #8137925f
@@ -277,11 +296,14 @@ def tree_op(t:Tree, # x0, a full binary tree
         par = t.parent[s:e] - s; par[0] = -1
         slot = t.slot[s:e].copy(); slot[0] = -1
         if op == 1: slot[1:] = np.where(par[1:] == 0, 1 - slot[1:], slot[1:])   # swap the root's children
-        return _rebuild(t.labels[s:e], par, slot) if op == 1 else Tree(t.labels[s:e], par, slot, validate=False)
+        return (
+            _rebuild(t.labels[s:e], par, slot) if op == 1 else Tree(t.labels[s:e], par, slot, validate=False)
+        )
     if op == 2:
         keep = np.ones(len(t), bool); keep[s + 1:e] = False
         new = np.cumsum(keep) - 1; par = t.parent[keep]
-        return Tree([l for l, k in zip(t.labels, keep) if k], np.where(par < 0, -1, new[par.clip(0)]), t.slot[keep], validate=False)
+        return Tree([l for l, k in zip(t.labels, keep) if k], np.where(par < 0, -1, new[par.clip(0)]), t.slot[keep],
+                    validate=False)
     return t
 
 def tree_ops_source(t:Tree, # x0
@@ -305,7 +327,8 @@ class Example:
 
 class TaskDataset(Dataset):
     "The examples of one split, as a map-style `torch.utils.data.Dataset`."
-    def __init__(self, examples:Sequence[Example], name:str=""): self.examples, self.name = list(examples), name
+    def __init__(self, examples: Sequence[Example], name: str = ""):
+        self.examples, self.name = list(examples), name
     def __len__(self): return len(self.examples)
     def __getitem__(self, i:int) -> Example: return self.examples[i]
     def __iter__(self): return iter(self.examples)
@@ -358,12 +381,15 @@ class Collator:
         src = [self._linear(e.src, e.src_ids, self.source, self.src_order) for e in examples]
         src_ids = _pad(src, 0)
         src_index = _index([len(s) for s in src], src_ids.shape[1])
-        src_pos = batch_positions([e.src for e in examples], self.src_order, self.max_depth) if self.source == "tree" else src_index
+        src_pos = (batch_positions([e.src for e in examples], self.src_order, self.max_depth) if self.source == "tree"
+                   else src_index)
         kinds = None
         if examples[0].kinds is not None:
             kinds = _pad([self._linear(e.src, e.kinds, self.source, self.src_order) for e in examples], 0)
         if self.target == "labels":
-            labels = _pad([self._linear(e.src, e.tgt_ids, self.source, self.src_order) for e in examples], -100)
+            labels = _pad(
+                [self._linear(e.src, e.tgt_ids, self.source, self.src_order) for e in examples], -100
+            )
             return Batch(src_ids, src_pos, None, None, labels, src_index, None, kinds)
         tgt = [self._linear(e.tgt, e.tgt_ids, self.target, self.tgt_order) for e in examples]
         B, T = len(tgt), max(len(t) for t in tgt) + 1
@@ -374,7 +400,9 @@ class Collator:
             nodes = batch_positions([e.tgt for e in examples], self.tgt_order, self.max_depth)   # [B, T-1, K]
             K = nodes.paths.shape[-1]
             root = TreePositions(nodes.paths.new_full((B, 1, K), -1), nodes.depth.new_zeros((B, 1)))
-            tgt_pos = TreePositions(torch.cat([root.paths, nodes.paths], 1), torch.cat([root.depth, nodes.depth], 1))
+            tgt_pos = TreePositions(
+                torch.cat([root.paths, nodes.paths], 1), torch.cat([root.depth, nodes.depth], 1)
+            )
         else: tgt_pos = tgt_index
         return Batch(src_ids, src_pos, tgt_ids, tgt_pos, labels, src_index, tgt_index, kinds)
 
@@ -402,7 +430,8 @@ class Task:
     info: dict = field(default_factory=dict)   # generator settings, data source, licence, filters
 
     @property
-    def splits(self) -> dict[str, TaskDataset]: return {"train": self.train, "dev": self.dev, "test": self.test}
+    def splits(self) -> dict[str, TaskDataset]:
+        return {"train": self.train, "dev": self.dev, "test": self.test}
     @property
     def collate(self) -> Collator:
         "The `Collator` of this task (orders and path width fixed)."
@@ -421,10 +450,10 @@ TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, 
 
 def _tree_depth(x) -> int: return int(x.depth.max()) if isinstance(x, Tree) else -1
 
-def make_task(name:str, # one of `TASKS`: seq-copy, seq-reverse, seq-repeat, tree-copy, tree-rotate, tree-c3, tree-ops, py-docstring2ast, yaml-keys
+def make_task(name:str, # one of `TASKS`: seq-copy/reverse/repeat, tree-copy/rotate/c3/ops, py-docstring2ast, yaml-keys
               seed:int=0, # every random draw derives from it (`task_rng`)
-              sizes:Sequence[int]=(6000, 2000, 2000), # train, dev, test (the real tasks: at most these, split in these proportions)
-              order:str="bfs", # linearisation of tree targets: "bfs" or "dfs" (tree sources of the synthetic tasks are always bfs)
+              sizes:Sequence[int]=(6000, 2000, 2000), # train, dev, test (real tasks: at most these, in these proportions)
+              order:str="bfs", # tree targets' order, "bfs" or "dfs" (synthetic tree sources: always bfs)
               max_depth:int|None=None, # deepest tree depth allowed (default: the deepest tree of the data)
               **task_kwargs, # task settings, e.g. depth_mean, length_mean, modules, corpus
              ) -> Task:
@@ -475,7 +504,8 @@ _TREE_LABELS = {                          # (leaf labels, operator labels) of th
     "copy": (range(1, 11), range(11, 21)), "rotate": (range(1, 11), range(11, 21)),
     "c3": (range(1, 4), range(4, 5)), "ops": (range(1, 65), range(65, 124))}
 
-def _split_ids(ids:np.ndarray, sizes:Sequence[int]) -> list[np.ndarray]: return np.split(ids, np.cumsum(sizes)[:-1])
+def _split_ids(ids: np.ndarray, sizes: Sequence[int]) -> list[np.ndarray]:
+    return np.split(ids, np.cumsum(sizes)[:-1])
 
 def arity_ids(vocab:ArityVocab, # the target vocabulary
               trees:Sequence[Tree], # trees to encode
@@ -494,7 +524,8 @@ def arity_ids(vocab:ArityVocab, # the target vocabulary
         if p is None: p = patterns[c] = tuple(s for s in range(max(c.bit_length(), 1)) if c >> s & 1)
         found = table.get((label, p))
         if found is None and unknown is not None: found = table.get((unknown, p))
-        if found is None: raise ValueError(f"node {i} (label {label!r}, child slots {p}) is not in the vocabulary")
+        if found is None:
+            raise ValueError(f"node {i} (label {label!r}, child slots {p}) is not in the vocabulary")
         ids[i] = found
     return _split_ids(ids, [len(t) for t in trees])
 
@@ -504,7 +535,9 @@ def _tree_builder(kind):
         if kind == "ops":
             if min_depth < 1: raise ValueError("tree-ops needs min_depth >= 1 (x0 has depth d - 1)")
             src_vocab = SeqVocab([*leaves, *ops, *range(OPS_BASE, OPS_BASE + TREE_OPS)])
-            tgt_vocab = ArityVocab([*((l, ()) for l in leaves), *((o, (0, 1)) for o in ops), *((o, ()) for o in ops)], n=2)
+            tgt_vocab = ArityVocab(
+                [*((l, ()) for l in leaves), *((o, (0, 1)) for o in ops), *((o, ()) for o in ops)], n=2
+            )
         else:
             src_vocab = SeqVocab([*leaves, *ops])
             tgt_vocab = ArityVocab([*((l, ()) for l in leaves), *((o, (0, 1)) for o in ops)], n=2)
@@ -517,11 +550,16 @@ def _tree_builder(kind):
                 x0 = random_binary_trees(rng, depths - 1, leaves, ops, unique=True)
                 op = rng.integers(0, TREE_OPS, size)
                 s = np.floor(rng.random(size) * np.array([len(t) for t in x0])).astype(np.int64)
-                pairs = [(tree_ops_source(t, o, p), tree_op(t, o, p)) for t, o, p in zip(x0, op.tolist(), s.tolist())]
+                pairs = [
+                    (tree_ops_source(t, o, p), tree_op(t, o, p))
+                    for t, o, p in zip(x0, op.tolist(), s.tolist())
+                ]
             else:
                 xs = random_binary_trees(rng, depths, leaves, ops)
                 pairs = list(zip(xs, fn(xs)))
-            src_ids = _split_ids(src_vocab.encode([l for x, _ in pairs for l in x.labels]), [len(x) for x, _ in pairs])
+            src_ids = _split_ids(
+                src_vocab.encode([l for x, _ in pairs for l in x.labels]), [len(x) for x, _ in pairs]
+            )
             tgt_ids = arity_ids(tgt_vocab, [y for _, y in pairs])
             splits.append([Example(x, y, s, t) for (x, y), s, t in zip(pairs, src_ids, tgt_ids)])
         return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="tree", target="tree", n=2,
@@ -538,12 +576,14 @@ def _size_depth(x) -> tuple[int, int]:
 
 def _target_sizes(task, data) -> np.ndarray:
     "`[N, 2]` target length and depth; for a token-labelling task the number of labelled tokens (depth -1)."
-    if task.target == "labels": return np.array([[int((e.tgt_ids != -100).sum()), -1] for e in data]).reshape(-1, 2)
+    if task.target == "labels":
+        return np.array([[int((e.tgt_ids != -100).sum()), -1] for e in data]).reshape(-1, 2)
     return np.array([_size_depth(e.tgt) for e in data]).reshape(-1, 2)
 
 @patch
 def stats(self:Task) -> dict[str, dict]:
-    "Per split: examples, mean and largest source / target length (labelled tokens for yaml-keys), largest source / target depth (-1: no tree)."
+    """Per split: examples, mean and largest source / target length (labelled tokens for yaml-keys), largest
+    source / target depth (-1: no tree)."""
     out = {}
     for split, data in self.splits.items():
         s = np.array([_size_depth(e.src) for e in data]).reshape(-1, 2)
@@ -558,7 +598,9 @@ def stats_table(tasks:Sequence[Task]) -> str:
     rows = [(t.name, split, st) for t in tasks for split, st in t.stats().items()]
     cols = list(rows[0][2])
     head = "| task | split | " + " | ".join(c.replace("_", " ") for c in cols) + " |\n|" + "---|" * (len(cols) + 2)
-    return head + "".join(f"\n| {n} | {s} | " + " | ".join(str(st[c]) for c in cols) + " |" for n, s, st in rows)
+    return head + "".join(
+        f"\n| {n} | {s} | " + " | ".join(str(st[c]) for c in cols) + " |" for n, s, st in rows
+    )
 
 # %% ../nbs/08_tasks.ipynb #f446b611
 @patch
@@ -567,7 +609,7 @@ def plot_stats(self:Task, split:str="train", # which split
               ):
     "Histograms of source and target lengths and of tree depths in one split."
     import matplotlib.pyplot as plt
-    if axes is None: _, axes = plt.subplots(1, 3, figsize=(12, 2.6))
+    if axes is None: _, axes = plt.subplots(1, 3, figsize=(10, 2.4))
     data = self.splits[split]
     sd = np.array([_size_depth(e.src) for e in data]); td = _target_sizes(self, data)
     axes[0].hist(sd[:, 0], bins=30, color="tab:blue"); axes[0].set_title(f"{self.name}: source length")
@@ -586,13 +628,15 @@ def draw(self:Task, i:int=0, # example index
     "Draw example `i`: source and target trees side by side (sequences as text)."
     import matplotlib.pyplot as plt
     e = self.splits[split][i]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 3.2), gridspec_kw=dict(width_ratios=[1, 1]))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 2.8), gridspec_kw=dict(width_ratios=[1, 1]))
     for ax, x, title in ((axes[0], e.src, "source"), (axes[1], e.tgt, "target")):
         if isinstance(x, Tree) and len(x) <= max_nodes: x.draw(ax=ax, slots=False)
         else:
             ax.axis("off")
-            text = " ".join(map(str, x)) if x is not None and not isinstance(x, Tree) else f"{len(x)} nodes" if x is not None else ""
-            ax.text(0, 0.5, "\n".join(text[k:k + 90] for k in range(0, min(len(text), 450), 90)), fontsize=8, va="center", family="monospace")
+            text = (" ".join(map(str, x)) if x is not None and not isinstance(x, Tree)
+                    else f"{len(x)} nodes" if x is not None else "")
+            ax.text(0, 0.5, "\n".join(text[k:k + 90] for k in range(0, min(len(text), 450), 90)), fontsize=8,
+                    va="center", family="monospace")
         ax.set_title(f"{self.name} {title}")
     return axes
 
@@ -613,14 +657,18 @@ def docstring_functions(modules:tuple[str, ...]|None=None, # stdlib paths like "
     for path in files:
         rel = path.relative_to(root).as_posix()
         try: module = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError) as e: skipped.append(rel); continue
+        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError) as e:
+            skipped.append(rel); continue
         for node in ast.walk(module):                          # iterative (breadth-first), deterministic
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(node.body) < 2: continue
             doc = ast.get_docstring(node)
             if not doc or not doc.strip(): continue
             body = Tree.from_python_ast(ast.Module(body=node.body[1:], type_ignores=[]))
-            out.append(dict(module=rel, name=node.name, line=node.lineno, doc=doc.strip().splitlines()[0].strip(), body=body))
-    return out, dict(python=sys.version.split()[0], stdlib=str(root), files=len(files), skipped=skipped, functions=len(out))
+            out.append(dict(module=rel, name=node.name, line=node.lineno, doc=doc.strip().splitlines()[0].strip(),
+                            body=body))
+    return out, dict(
+        python=sys.version.split()[0], stdlib=str(root), files=len(files), skipped=skipped, functions=len(out)
+    )
 
 # %% ../nbs/08_tasks.ipynb #64850b00
 def ast_leaf_classes(t:Tree) -> list[str|None]:
@@ -630,7 +678,8 @@ def ast_leaf_classes(t:Tree) -> list[str|None]:
     out = []
     for i, label in enumerate(t.labels):                       # data preparation, once per tree
         under_constant = i > 0 and t.labels[par[i]] == "Constant" and internal[par[i]]
-        if not under_constant and isinstance(label, str) and (internal[i] or label in _AST_TYPES): out.append(None)
+        if not under_constant and isinstance(label, str) and (internal[i] or label in _AST_TYPES):
+            out.append(None)
         elif not under_constant and isinstance(label, str): out.append("name")
         elif isinstance(label, str): out.append("str")
         elif isinstance(label, bytes): out.append("bytes")
@@ -652,7 +701,9 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_nod
         rows[int(np.searchsorted(frac, u, side="right"))].append((f, words))
     for k in range(3):                                         # a seeded sample of at most sizes[k], in source order
         if len(rows[k]) > sizes[k]:
-            keep = np.sort(task_rng(seed, "py-docstring2ast", k).choice(len(rows[k]), sizes[k], replace=False))
+            keep = np.sort(
+                task_rng(seed, "py-docstring2ast", k).choice(len(rows[k]), sizes[k], replace=False)
+            )
             rows[k] = [rows[k][i] for i in keep]
     classes = [[ast_leaf_classes(f["body"]) for f, _ in split] for split in rows]
     word_counts, leaf_counts = Counter(), Counter()
@@ -664,8 +715,10 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_nod
     for split, cls_split in zip(rows, classes):
         examples = []
         for (f, words), cls in zip(split, cls_split):
-            labels = [_ast_token(l, c) if c is None or leaf_counts[_ast_token(l, c)] >= min_count else f"<{c}>"
-                      for l, c in zip(f["body"].labels, cls)]
+            labels = [
+                _ast_token(l, c) if c is None or leaf_counts[_ast_token(l, c)] >= min_count else f"<{c}>"
+                for l, c in zip(f["body"].labels, cls)
+            ]
             tgt = Tree(labels, f["body"].parent, f["body"].slot, validate=False).lcrs()
             if int(tgt.depth.max()) > max_tree_depth: continue
             examples.append(Example(np.array(words, dtype=object), tgt, src_vocab.encode(words, unknown="unk"), None,
@@ -676,9 +729,11 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_nod
         for key in zip(e.tgt.labels, child_patterns(e.tgt)): seen.setdefault(key, None)
     tgt_vocab = ArityVocab([*seen, *(("<unk>", p) for p in ((), (0,), (1,), (0, 1)))], n=2)
     for examples in splits:
-        for e, ids in zip(examples, arity_ids(tgt_vocab, [e.tgt for e in examples], unknown="<unk>")): e.tgt_ids = ids
+        for e, ids in zip(examples, arity_ids(tgt_vocab, [e.tgt for e in examples], unknown="<unk>")):
+            e.tgt_ids = ids
     return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="seq", target="tree", n=2,
-                info=dict(report, max_nodes=max_nodes, max_tree_depth=max_tree_depth, max_words=max_words, min_count=min_count,
+                info=dict(report, max_nodes=max_nodes, max_tree_depth=max_tree_depth, max_words=max_words,
+                          min_count=min_count,
                           source_of_data="the CPython standard library of this machine", licence="PSF License Agreement"))
 
 TASKS["py-docstring2ast"] = _docstring_task
@@ -705,7 +760,8 @@ YAML_SOURCES = {                   # name: (pip requirement, extra pip arguments
     "heat-translator": ("heat-translator==3.5.0", ["--no-binary", ":all:"], "Apache-2.0", ""),
     "tosca-parser": ("tosca-parser==2.15.0", ["--no-binary", ":all:"], "Apache-2.0", ""),
     "openstack-heat": ("openstack-heat==27.0.1", ["--no-binary", ":all:"], "Apache-2.0", ""),
-    "kolla-ansible": ("kolla-ansible==22.2.0", ["--no-binary", ":all:"], "Apache-2.0", r"^[^/]+/ansible/"),  # roles and playbooks, not release notes
+    # roles and playbooks, not release notes
+    "kolla-ansible": ("kolla-ansible==22.2.0", ["--no-binary", ":all:"], "Apache-2.0", r"^[^/]+/ansible/"),
 }
 
 def fetch_yaml_corpus(cache_dir:str|Path|None=None, # default: ~/.cache/treepe_nb/yaml
@@ -714,27 +770,34 @@ def fetch_yaml_corpus(cache_dir:str|Path|None=None, # default: ~/.cache/treepe_n
     "Download the packages of `YAML_SOURCES` with pip (needs the registry once) and keep their YAML files."
     cache = Path(cache_dir or Path.home() / ".cache" / "treepe_nb" / "yaml")
     for name in sources or YAML_SOURCES:
-        if name not in YAML_SOURCES: raise ValueError(f"unknown source {name!r}; known: {', '.join(YAML_SOURCES)}")
+        if name not in YAML_SOURCES:
+            raise ValueError(f"unknown source {name!r}; known: {', '.join(YAML_SOURCES)}")
         dest = cache / name
         if (dest / ".complete").exists(): continue
         req, args, _, keep = YAML_SOURCES[name]
         wanted = lambda m: (m.endswith((".yml", ".yaml")) and re.search(keep, m) is not None
                             and not m.startswith("/") and ".." not in m.split("/"))      # never write outside `dest`
         with tempfile.TemporaryDirectory() as tmp:
-            run = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", tmp, *args, req],
-                                 capture_output=True, text=True)
+            run = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", tmp, *args, req],
+                capture_output=True,
+                text=True,
+            )
             if run.returncode: raise RuntimeError(f"pip download {req} failed:\n{run.stderr[-2000:]}")
             archive = next(Path(tmp).iterdir())
             if dest.exists(): shutil.rmtree(dest)
             if archive.suffix in (".whl", ".zip"):
                 with zipfile.ZipFile(archive) as z:
                     for m in z.namelist():
-                        if wanted(m): (dest / m).parent.mkdir(parents=True, exist_ok=True); (dest / m).write_bytes(z.read(m))
+                        if wanted(m):
+                            (dest / m).parent.mkdir(parents=True, exist_ok=True)
+                            (dest / m).write_bytes(z.read(m))
             else:
                 with tarfile.open(archive) as tar:
                     for m in tar.getmembers():
                         if m.isfile() and wanted(m.name):
-                            (dest / m.name).parent.mkdir(parents=True, exist_ok=True); (dest / m.name).write_bytes(tar.extractfile(m).read())
+                            (dest / m.name).parent.mkdir(parents=True, exist_ok=True)
+                            (dest / m.name).write_bytes(tar.extractfile(m).read())
         (dest / ".complete").write_text(req)
     return cache
 
@@ -751,7 +814,8 @@ def yaml_corpus(root:str|Path, # a folder of YAML files (searched recursively), 
         for k, (t, kinds) in enumerate(trees):
             if len(t) > max_nodes: large += 1; continue
             docs.append(dict(file=p.relative_to(root).as_posix(), doc=k, tree=t, kinds=kinds))
-    return docs, dict(files=len(files), refused=len(refused), refused_examples=refused[:5], too_large=large, documents=len(docs))
+    return docs, dict(files=len(files), refused=len(refused), refused_examples=refused[:5], too_large=large,
+                      documents=len(docs))
 
 def sample_yaml_corpus(src:str|Path, # a corpus folder (from `fetch_yaml_corpus`)
                        dest:str|Path, # where the sample goes
@@ -761,7 +825,9 @@ def sample_yaml_corpus(src:str|Path, # a corpus folder (from `fetch_yaml_corpus`
                       ) -> int: # number of files written
     "Copy a seeded random sample of small YAML files (the vendored offline sample), keeping the folder layout."
     src, dest = Path(src), Path(dest)
-    files = sorted(p for p in src.rglob("*") if p.suffix in (".yml", ".yaml") and p.stat().st_size <= max_file_bytes)
+    files = sorted(
+        p for p in src.rglob("*") if p.suffix in (".yml", ".yaml") and p.stat().st_size <= max_file_bytes
+    )
     total = written = 0
     for i in task_rng(seed, "yaml-sample").permutation(len(files)).tolist():
         size = files[i].stat().st_size
@@ -771,13 +837,18 @@ def sample_yaml_corpus(src:str|Path, # a corpus folder (from `fetch_yaml_corpus`
     return written
 
 # %% ../nbs/08_tasks.ipynb #327904f1
-YAML_SAMPLE = Path(__file__).resolve().parent.parent / "nbs" / "data" / "yaml" if "__file__" in globals() else Path("data/yaml").resolve()
+YAML_SAMPLE = (Path(__file__).resolve().parent.parent / "nbs" / "data" / "yaml" if "__file__" in globals()
+               else Path("data/yaml").resolve())
 
 def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram", mask_prob:float=0.15,
                min_count:int=2, max_nodes:int=512):
-    if target not in ("bigram", "trigram"): raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
+    if target not in ("bigram", "trigram"):
+        raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
     root = Path(corpus) if corpus is not None else YAML_SAMPLE
-    if not root.exists(): raise ValueError(f"no YAML corpus at {root}; pass corpus=fetch_yaml_corpus() or a folder of YAML files")
+    if not root.exists():
+        raise ValueError(
+            f"no YAML corpus at {root}; pass corpus=fetch_yaml_corpus() or a folder of YAML files"
+        )
     docs, report = yaml_corpus(root, max_nodes)
     frac = np.cumsum(sizes) / sum(sizes)
     rows = [[], [], []]
@@ -787,7 +858,10 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
             rows[int(np.searchsorted(frac, u, side="right"))].append(d)
     for k in range(3):
         if len(rows[k]) > sizes[k]:
-            rows[k] = [rows[k][i] for i in np.sort(task_rng(seed, "yaml-keys", k).choice(len(rows[k]), sizes[k], replace=False))]
+            rows[k] = [
+                rows[k][i]
+                for i in np.sort(task_rng(seed, "yaml-keys", k).choice(len(rows[k]), sizes[k], replace=False))
+            ]
     def targets(d):
         t, kinds = d["tree"], d["kinds"]
         par = np.maximum(t.parent, 0)
@@ -798,7 +872,8 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
         tok_counts.update(d["tree"].labels)
         keys = np.isin(d["kinds"], [int(NodeKind.KEY), int(NodeKind.LIST_KEY)]); keys[0] = False
         tgt_counts.update(x for x, k in zip(targets(d), keys) if k)
-    src_vocab = SeqVocab(["<mask>", "<doc>", *(t for t in SeqVocab.from_counts(tok_counts, min_count).tokens if t not in ("<mask>", "<doc>"))])
+    counted = SeqVocab.from_counts(tok_counts, min_count).tokens
+    src_vocab = SeqVocab(["<mask>", "<doc>", *(t for t in counted if t not in ("<mask>", "<doc>"))])
     tgt_vocab = SeqVocab.from_counts(tgt_counts, min_count)
     splits = []
     for k, split in enumerate(rows):
@@ -812,7 +887,9 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
             ids = src_vocab.encode(t.labels, unknown="unk"); ids[mask] = src_vocab.encode(["<mask>"])[0]
             labels = np.full(len(t), -100, np.int64)
             labels[mask] = tgt_vocab.encode([x for x, m in zip(targets(d), mask) if m], unknown="unk")
-            examples.append(Example(t, None, ids, labels, kinds=kinds, meta=dict(file=d["file"], doc=d["doc"])))
+            examples.append(
+                Example(t, None, ids, labels, kinds=kinds, meta=dict(file=d["file"], doc=d["doc"]))
+            )
         splits.append(examples)
     n = max(int(e.src.slot.max()) + 1 for s in splits for e in s if len(e.src) > 1)
     return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="tree", target="labels", n=n,

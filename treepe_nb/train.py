@@ -63,18 +63,22 @@ class TrainConfig:
     best_metric: str = "exact_match" # dev metric that picks best.pt: exact_match, token_accuracy or perplexity
 
     def __post_init__(self):
-        if self.task not in TASKS: raise ValueError(f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)}")
+        if self.task not in TASKS:
+            raise ValueError(f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)}")
         for name in ("pe", "src_pe", "tgt_pe"):
             if getattr(self, name) is not None: check_encoding(getattr(self, name))
-        if self.order not in ("dfs", "bfs"): raise ValueError(f"order must be 'dfs' or 'bfs', got {self.order!r}")
+        if self.order not in ("dfs", "bfs"):
+            raise ValueError(f"order must be 'dfs' or 'bfs', got {self.order!r}")
         self.sizes = tuple(self.sizes)
         for name in ("steps", "batch_size", "d_model", "num_heads", "enc_layers", "dec_layers", "max_nodes"):
             if getattr(self, name) < 1: raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("warmup", "eval_every", "eval_examples"):
             if getattr(self, name) < 0: raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.lr <= 0: raise ValueError(f"lr must be > 0, got {self.lr}")
-        if self.beam is not None and self.beam < 1: raise ValueError(f"beam must be None (greedy) or >= 1, got {self.beam}")
-        if self.best_metric not in _BEST: raise ValueError(f"best_metric must be one of {', '.join(_BEST)}, got {self.best_metric!r}")
+        if self.beam is not None and self.beam < 1:
+            raise ValueError(f"beam must be None (greedy) or >= 1, got {self.beam}")
+        if self.best_metric not in _BEST:
+            raise ValueError(f"best_metric must be one of {', '.join(_BEST)}, got {self.best_metric!r}")
         if self.task_options is not None and not isinstance(self.task_options, dict):
             raise TypeError(f"task_options must be a mapping, got {self.task_options!r}")
 
@@ -99,7 +103,8 @@ def warmup_cosine(optimizer:torch.optim.Optimizer, # the optimizer whose learnin
                   total:int, # steps of the whole run; the rate reaches 0 there
                  ) -> torch.optim.lr_scheduler.LambdaLR:
     "Linear warm-up to the optimizer's learning rate, then cosine decay to zero at `total`."
-    if total < 1 or warmup < 0: raise ValueError(f"need total >= 1 and warmup >= 0, got total={total}, warmup={warmup}")
+    if total < 1 or warmup < 0:
+        raise ValueError(f"need total >= 1 and warmup >= 0, got total={total}, warmup={warmup}")
     def factor(step:int) -> float:
         if step < warmup: return (step + 1) / (warmup + 1)
         return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
@@ -117,12 +122,19 @@ _MODALITY = {"seq": "sequence", "tree": "tree"}
 def build(cfg:TrainConfig # the run's settings
          ) -> tuple[Task, Transformer]:
     "The task of a run and a freshly initialised model for it (seeded from `cfg.seed`)."
-    settings = [p for p in inspect.signature(TASKS[cfg.task]).parameters if p not in ("seed", "sizes", "order")]
+    settings = [
+        p for p in inspect.signature(TASKS[cfg.task]).parameters if p not in ("seed", "sizes", "order")
+    ]
     unknown = sorted(set(cfg.settings) - set(settings))
-    if unknown: raise ValueError(f"{cfg.task} has no setting {', '.join(map(repr, unknown))}; its settings: {', '.join(settings)}")
+    if unknown:
+        raise ValueError(
+            f"{cfg.task} has no setting {', '.join(map(repr, unknown))}; its settings: {', '.join(settings)}"
+        )
     task = make_task(cfg.task, cfg.seed, cfg.sizes, cfg.order, **cfg.settings)
     src_pe, tgt_pe = cfg.encodings
-    sides = [("source", src_pe, task.source)] + ([("target", tgt_pe, task.target)] if task.target != "labels" else [])
+    sides = [("source", src_pe, task.source)] + (
+        [("target", tgt_pe, task.target)] if task.target != "labels" else []
+    )
     for side, pe, kind in sides:
         if _MODALITY[kind] not in ENCODINGS[pe][1]:
             fits = [k for k, (_, reads) in ENCODINGS.items() if _MODALITY[kind] in reads]
@@ -176,7 +188,8 @@ def evaluate(model:Transformer, # the model (not a DDP wrapper)
              progress:bool=False, # a progress bar over the decoded batches
             ) -> dict: # perplexity, token_accuracy, exact_match and the counts behind them
     "Teacher-forced perplexity and token accuracy over a split, and exact match of decoded outputs."
-    if split not in task.splits: raise ValueError(f"split must be one of {', '.join(task.splits)}, got {split!r}")
+    if split not in task.splits:
+        raise ValueError(f"split must be one of {', '.join(task.splits)}, got {split!r}")
     device = device or next(model.parameters()).device
     examples, was = list(task.splits[split]), model.training
     model.eval()
@@ -197,7 +210,8 @@ def evaluate(model:Transformer, # the model (not a DDP wrapper)
             for chunk in tqdm(list(_chunks(todo, batch_size)), desc=f"decoding {split}", leave=False, disable=not progress):
                 b = task.collate(chunk).to(device)
                 out = model.generate(b.src_ids, b.src_pos, vocab=vocab, order=task.tgt_order, beam=beam,
-                                     max_nodes=max_nodes, src_kinds=b.src_kinds, max_len=max(len(e.tgt_ids) for e in chunk) + 8)
+                                     max_nodes=max_nodes, src_kinds=b.src_kinds,
+                                     max_len=max(len(e.tgt_ids) for e in chunk) + 8)
                 whole += int(exact_match(out, _references(task, chunk)).sum())
     finally: model.train(was)
     return {"perplexity": math.exp(nll / max(tokens, 1)), "token_accuracy": right / max(tokens, 1),
@@ -214,7 +228,8 @@ def _set_rng_state(s:dict):
     name, keys, pos, gauss, cached = s["numpy"]
     np.random.set_state((name, keys.numpy().astype(np.uint32), pos, gauss, cached))
     torch.set_rng_state(s["torch"])
-    if s["cuda"] and torch.cuda.is_available(): torch.cuda.set_rng_state_all(s["cuda"][:torch.cuda.device_count()])
+    if s["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(s["cuda"][: torch.cuda.device_count()])
 
 def save_checkpoint(path:str|Path, # the file (its folder must exist)
                     **state, # what to keep: model, optimizer, scheduler state dicts, step, config, ...
@@ -237,7 +252,9 @@ def load_checkpoint(path:str|Path, # a checkpoint file, or a run folder (its bes
     if not path.exists(): raise FileNotFoundError(f"no checkpoint at {path}")
     try: return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
-        raise ValueError(f"cannot read the checkpoint {path} (corrupt or not a treepe_nb checkpoint): {e}") from None
+        raise ValueError(
+            f"cannot read the checkpoint {path} (corrupt or not a treepe_nb checkpoint): {e}"
+        ) from None
 
 # %% ../nbs/09_train.ipynb #58082ba6
 def _setup_distributed(device:str) -> tuple[int, int, torch.device]:
@@ -275,7 +292,8 @@ def read_metrics(run:str|Path # a run folder
                 ) -> tuple[list[dict], list[dict]]: # training records, evaluation records
     "The records of a run folder's `metrics.jsonl`: per training step, and per evaluation."
     path = Path(run) / "metrics.jsonl"
-    if not path.exists(): raise FileNotFoundError(f"no metrics.jsonl in {run}: not a run folder, or nothing recorded yet")
+    if not path.exists():
+        raise FileNotFoundError(f"no metrics.jsonl in {run}: not a run folder, or nothing recorded yet")
     rows = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
     return [r for r in rows if r["split"] == "train"], [r for r in rows if r["split"] != "train"]
 
@@ -288,7 +306,9 @@ def train(cfg:TrainConfig, # the run's settings
     "Train a model as `cfg` says, evaluating on dev, writing records and checkpoints into `cfg.out`."
     rank, world, device = _setup_distributed(cfg.device)
     if cfg.batch_size % world:
-        raise ValueError(f"batch_size={cfg.batch_size} must be a multiple of the number of processes ({world})")
+        raise ValueError(
+            f"batch_size={cfg.batch_size} must be a multiple of the number of processes ({world})"
+        )
     if cfg.threads: torch.set_num_threads(cfg.threads)
     out = Path(cfg.out)
     task, model = build(cfg)
@@ -298,7 +318,9 @@ def train(cfg:TrainConfig, # the run's settings
     step, best, best_step = 0, None, None
     if resume and (out / "last.pt").exists():
         ck = load_checkpoint(out / "last.pt")
-        model.load_state_dict(ck["model"]); opt.load_state_dict(ck["optimizer"]); sched.load_state_dict(ck["scheduler"])
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        sched.load_state_dict(ck["scheduler"])
         step, best, best_step = ck["step"], ck["best"], ck["best_step"]
         _set_rng_state(ck["rng"])
     if rank == 0:
@@ -308,9 +330,14 @@ def train(cfg:TrainConfig, # the run's settings
         else: (out / "metrics.jsonl").unlink(missing_ok=True)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     per = cfg.batch_size // world
-    sampler = DistributedSampler(task.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True)
+    sampler = DistributedSampler(
+        task.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True
+    )
     per_epoch = len(sampler) // per
-    if per_epoch < 1: raise ValueError(f"the training split has {len(task.train)} examples, fewer than batch_size={cfg.batch_size}")
+    if per_epoch < 1:
+        raise ValueError(
+            f"the training split has {len(task.train)} examples, fewer than batch_size={cfg.batch_size}"
+        )
     autocast = torch.autocast("cuda", torch.bfloat16) if cfg.amp and device.type == "cuda" else contextlib.nullcontext()
 
     def checkpoint(name):
@@ -349,14 +376,24 @@ def train(cfg:TrainConfig, # the run's settings
             lr = opt.param_groups[0]["lr"]
             opt.step(); sched.step(); step += 1
             mean = (_all_sum(loss.detach().float(), world) / total).item()
-            if not math.isfinite(mean): raise FloatingPointError(f"the training loss is {mean} at step {step}; lower lr (now {cfg.lr})")
+            if not math.isfinite(mean):
+                raise FloatingPointError(
+                    f"the training loss is {mean} at step {step}; lower lr (now {cfg.lr})"
+                )
             if rank == 0:
                 rate = float(total) / (time.perf_counter() - t0)
-                _log(out / "metrics.jsonl", {"step": step, "split": "train", "loss": mean, "lr": lr, "tokens_per_s": rate})
+                _log(
+                    out / "metrics.jsonl",
+                    {"step": step, "split": "train", "loss": mean, "lr": lr, "tokens_per_s": rate},
+                )
                 bar.set_postfix(loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}"); bar.update()
             if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps: evaluation()
     except KeyboardInterrupt:
-        if rank == 0: checkpoint("last.pt"); bar.write(f"interrupted at step {step}: {out / 'last.pt'} saved; resume with --resume", file=sys.stderr)
+        if rank == 0:
+            checkpoint("last.pt")
+            bar.write(
+                f"interrupted at step {step}: {out / 'last.pt'} saved; resume with --resume", file=sys.stderr
+            )
         raise
     finally:
         bar.close()
@@ -384,7 +421,9 @@ def plot_run(run:str|Path, # a run folder
     ax[0].plot([r["step"] for r in steps], [r["loss"] for r in steps], label=label, lw=0.8)
     ax[0].set(xlabel="step", ylabel="training loss (nats/token)", yscale="log")
     if evals:
-        ax[1].plot([r["step"] for r in evals], [r["exact_match"] for r in evals], "o-", label=f"{label}: exact match")
+        ax[1].plot(
+            [r["step"] for r in evals], [r["exact_match"] for r in evals], "o-", label=f"{label}: exact match"
+        )
         ax[1].plot([r["step"] for r in evals], [r["token_accuracy"] for r in evals], "s--", label=f"{label}: token accuracy")
     ax[1].set(xlabel="step", ylabel="dev", ylim=(-0.02, 1.02)); ax[1].legend(fontsize=8)
     return ax
@@ -416,7 +455,8 @@ def _train_parser(defaults:bool=True) -> argparse.ArgumentParser:
     docs, base = docments(TrainConfig), TrainConfig()
     for f in fields(TrainConfig):
         typ = str(f.type).replace(" ", "")
-        if typ not in _OPTION_KINDS: raise TypeError(f"TrainConfig.{f.name}: no command-line form for type {f.type}")
+        if typ not in _OPTION_KINDS:
+            raise TypeError(f"TrainConfig.{f.name}: no command-line form for type {f.type}")
         kind, help = dict(_OPTION_KINDS[typ]), docs.get(f.name) or f.name
         if f.name == "task_options": help += f"; repeat for several (default: {base.task_options})"
         if f.name in _CHOICES: kind["choices"] = _CHOICES[f.name]
@@ -437,7 +477,8 @@ def config_from_args(argv:Sequence[str]|None=None # command-line arguments (defa
         if not path.exists(): p.error(f"--config {path}: no such file")
         try: values = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as e: p.error(f"--config {path}: not valid YAML/JSON ({e})")
-        if not isinstance(values, dict): p.error(f"--config {path}: expected a mapping of options, got {type(values).__name__}")
+        if not isinstance(values, dict):
+            p.error(f"--config {path}: expected a mapping of options, got {type(values).__name__}")
         unknown = set(values) - {f.name for f in fields(TrainConfig)}
         if unknown: p.error(f"--config {path}: unknown options {', '.join(sorted(unknown))}")
     for name, v in given.items():
@@ -467,10 +508,13 @@ def train_cli(argv:Sequence[str]|None=None):
 def eval_cli(argv:Sequence[str]|None=None):
     "`treepe-eval RUN`: evaluate a run folder's checkpoint on a split; prints and writes `eval_SPLIT.json`."
     p = argparse.ArgumentParser(prog="treepe-eval", description="Evaluate a trained run: teacher-forced perplexity, "
-                                "token accuracy and exact match of decoded outputs.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                "token accuracy and exact match of decoded outputs.",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("run", help="a run folder written by treepe-train")
     p.add_argument("--split", default="test", choices=["train", "dev", "test"], help="the split to evaluate")
-    p.add_argument("--checkpoint", default="best", choices=["best", "last"], help="which checkpoint of the run")
+    p.add_argument(
+        "--checkpoint", default="best", choices=["best", "last"], help="which checkpoint of the run"
+    )
     p.add_argument("--beam", type=int, default=None, help="beam width (default: greedy)")
     p.add_argument("--eval-examples", type=int, default=0, help="examples decoded for exact match (0: all)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
