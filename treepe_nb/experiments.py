@@ -15,50 +15,24 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 from .trees import Tree
-from treepe_nb.train import (
-    TrainConfig,
-    build,
-    train,
-    evaluate,
-    load_checkpoint,
-    read_metrics,
-    _chunks,
-    _references,
-)
+from .train import TrainConfig, build, train, evaluate, decode_split, load_checkpoint, read_metrics, _chunks
+from .model import exact_match
 
 # %% auto #0
-__all__ = ['TREE_ENCODINGS', 'GRIDS', 'METRICS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'grid_configs', 'tree_f1', 'test_metrics',
-           'run_cell', 'add_analysis', 'run_grid', 'load_results', 'experiments_cli', 'summarise', 'spearman',
-           'encoder_attention', 'yaml_analysis']
+__all__ = ['TREE_ENCODINGS', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'grid_configs', 'tree_f1',
+           'test_metrics', 'run_cell', 'add_analysis', 'run_grid', 'load_results', 'experiments_cli', 'summarise',
+           'spearman', 'encoder_attention', 'yaml_analysis']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
-TREE_ENCODINGS = (
-    "sinusoidal",
-    "learned",
-    "relative",
-    "rotary",
-    "ape-seq",
-    "stack",
-    "ape-tree",
-)  # Table 2b's rows
-GRIDS = (
-    {  # grid name: (tasks, target orders, encodings of both sides (or (source, target) pairs), extra config)
-        "table2b": (("tree-copy", "tree-rotate", "tree-c3", "tree-ops"), ("bfs", "dfs"), TREE_ENCODINGS, {}),
-        "table2a": (
-            ("seq-copy", "seq-reverse", "seq-repeat"),
-            ("dfs",),
-            ("sinusoidal", "rotary", "ape-seq"),
-            {},
-        ),
-        "docstring2ast": (
-            ("py-docstring2ast",),
-            ("bfs", "dfs"),
-            (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree")),
-            {"sizes": (4000, 200, 200), "task_options": {"max_nodes": 64}},
-        ),
-        "yaml-keys": (("yaml-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "ape-tree"), {}),
-    }
-)
+TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
+GRIDS = {  # grid name: (tasks, target orders, encodings of both sides (or (source, target) pairs), extra config)
+    "table2b": (("tree-copy", "tree-rotate", "tree-c3", "tree-ops"), ("bfs", "dfs"), TREE_ENCODINGS, {}),
+    "table2a": (("seq-copy", "seq-reverse", "seq-repeat"), ("dfs",), ("sinusoidal", "rotary", "ape-seq"), {}),
+    "docstring2ast": (("py-docstring2ast",), ("bfs", "dfs"),
+                      (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree")),
+                      {"sizes": (4000, 200, 200), "task_options": {"max_nodes": 64}}),
+    "yaml-keys": (("yaml-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "ape-tree"), {}),
+}
 
 
 def grid_configs(
@@ -128,7 +102,8 @@ def _labelled_paths(t: Tree) -> Counter:
 
 
 def tree_f1(
-    prediction: Tree, reference: Tree  # a decoded tree  # the gold tree
+    prediction: Tree,  # a decoded tree
+    reference: Tree,  # the gold tree
 ) -> float:  # in [0, 1]; 1 exactly when the trees are equal
     "Node F1 of two trees: nodes match when both their label and their root path agree."
     if not isinstance(prediction, Tree) or not isinstance(reference, Tree):
@@ -143,36 +118,17 @@ def tree_f1(
 @torch.no_grad()
 def test_metrics(model, task, split: str = "test", batch_size: int = 64, max_nodes: int = 256) -> dict:
     "Teacher-forced perplexity and token accuracy, and exact match (and mean `tree_f1` for trees) of greedy decoding."
-    m = evaluate(model, task, split, batch_size, decode_examples=None if task.target == "labels" else 1)
-    if task.target == "labels":
-        return m
-    was, examples, right, f1 = model.training, list(task.splits[split]), 0, []
-    model.eval()
-    vocab = task.tgt_vocab if task.target == "tree" else None
-    for chunk in _chunks(examples, batch_size):
-        b = task.collate(chunk)
-        out = model.generate(
-            b.src_ids,
-            b.src_pos,
-            vocab=vocab,
-            order=task.tgt_order,
-            max_nodes=max_nodes,
-            src_kinds=b.src_kinds,
-            max_len=max(len(e.tgt_ids) for e in chunk) + 8,
-        )
-        for p, r in zip(out, _references(task, chunk)):
-            right += int(p == r if isinstance(r, Tree) else list(p) == list(r))
-            if vocab is not None:
-                f1.append(tree_f1(p, r))
-    model.train(was)
-    m.update(exact_match=right / len(examples), decoded=len(examples))
-    if f1:
-        m["tree_f1"] = sum(f1) / len(f1)
+    if task.target == "labels": return evaluate(model, task, split, batch_size)
+    m = evaluate(model, task, split, batch_size, decode=False)
+    out, refs = decode_split(model, task, task.splits[split], batch_size, max_nodes=max_nodes)
+    m.update(exact_match=float(exact_match(out, refs).float().mean()), decoded=len(refs))
+    if task.target == "tree": m["tree_f1"] = sum(map(tree_f1, out, refs)) / len(refs)
     return m
 
 
 def run_cell(
-    cfg: TrainConfig, result: str | Path  # the cell  # the JSON file to write
+    cfg: TrainConfig,  # the cell
+    result: str | Path,  # the JSON file to write
 ) -> dict:  # what was written
     "Train one cell, score its dev-best checkpoint on the test split, and store a small JSON record of the run."
     t0 = time.perf_counter()
@@ -355,52 +311,16 @@ def summarise(
     return out
 
 # %% ../nbs/10_experiments.ipynb #df8f481c
-PAPER_TABLE_2B = (
-    {  # Kogkalidis et al. (2024), Table 2b: test perplexity, (breadth-first, depth-first), mean of 3 seeds
-        "sinusoidal": {
-            "tree-copy": (1.06, 5.68),
-            "tree-rotate": (6.93, 7.13),
-            "tree-c3": (2.66, 2.78),
-            "tree-ops": (20.53, 64.86),
-        },
-        "stack": {
-            "tree-copy": (1.29, 1.07),
-            "tree-rotate": (2.60, 1.87),
-            "tree-c3": (2.27, 2.29),
-            "tree-ops": (19.18, 16.41),
-        },
-        "learned": {
-            "tree-copy": (6.64, 7.02),
-            "tree-rotate": (7.77, 7.24),
-            "tree-c3": (2.77, 2.79),
-            "tree-ops": (37.78, 48.91),
-        },
-        "relative": {
-            "tree-copy": (1.01, 6.12),
-            "tree-rotate": (6.00, 7.72),
-            "tree-c3": (1.70, 2.43),
-            "tree-ops": (2.36, 6.86),
-        },
-        "rotary": {
-            "tree-copy": (1.42, 2.46),
-            "tree-rotate": (4.58, 4.97),
-            "tree-c3": (1.55, 2.15),
-            "tree-ops": (2.53, 33.54),
-        },
-        "ape-seq": {
-            "tree-copy": (1.00, 1.63),
-            "tree-rotate": (2.95, 2.48),
-            "tree-c3": (1.07, 1.83),
-            "tree-ops": (2.30, 20.05),
-        },
-        "ape-tree": {
-            "tree-copy": (1.01, 1.00),
-            "tree-rotate": (1.05, 1.01),
-            "tree-c3": (1.00, 1.00),
-            "tree-ops": (2.24, 1.83),
-        },
-    }
-)
+TREE_TASKS = ("tree-copy", "tree-rotate", "tree-c3", "tree-ops")
+PAPER_TABLE_2B = {   # Kogkalidis et al. (2024), Table 2b: test perplexity, (breadth-first, depth-first), mean of 3 seeds
+    "sinusoidal": dict(zip(TREE_TASKS, [(1.06, 5.68), (6.93, 7.13), (2.66, 2.78), (20.53, 64.86)])),
+    "stack":      dict(zip(TREE_TASKS, [(1.29, 1.07), (2.60, 1.87), (2.27, 2.29), (19.18, 16.41)])),
+    "learned":    dict(zip(TREE_TASKS, [(6.64, 7.02), (7.77, 7.24), (2.77, 2.79), (37.78, 48.91)])),
+    "relative":   dict(zip(TREE_TASKS, [(1.01, 6.12), (6.00, 7.72), (1.70, 2.43), (2.36, 6.86)])),
+    "rotary":     dict(zip(TREE_TASKS, [(1.42, 2.46), (4.58, 4.97), (1.55, 2.15), (2.53, 33.54)])),
+    "ape-seq":    dict(zip(TREE_TASKS, [(1.00, 1.63), (2.95, 2.48), (1.07, 1.83), (2.30, 20.05)])),
+    "ape-tree":   dict(zip(TREE_TASKS, [(1.01, 1.00), (1.05, 1.01), (1.00, 1.00), (2.24, 1.83)])),
+}
 PAPER_TABLE_2A = {  # Table 2a: test perplexity on sequences of ~100 tokens (rotary: the frozen column)
     "sinusoidal": {"seq-copy": 1.01, "seq-repeat": 1.85, "seq-reverse": 3.92},
     "rotary": {"seq-copy": 1.00, "seq-repeat": 1.08, "seq-reverse": 1.09},

@@ -24,8 +24,9 @@ from .model import Transformer, TransformerConfig, exact_match
 from .tasks import TASKS, Batch, Task, make_task
 
 # %% auto #0
-__all__ = ['SMALL_TASKS', 'TrainConfig', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'evaluate', 'save_checkpoint',
-           'load_checkpoint', 'read_metrics', 'train', 'plot_run', 'config_from_args', 'train_cli', 'eval_cli']
+__all__ = ['SMALL_TASKS', 'TrainConfig', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
+           'save_checkpoint', 'load_checkpoint', 'read_metrics', 'train', 'plot_run', 'config_from_args', 'train_cli',
+           'eval_cli']
 
 # %% ../nbs/09_train.ipynb #35a7941b
 @dataclass
@@ -177,6 +178,28 @@ def _chunks(items:Sequence, size:int):
     for i in range(0, len(items), size): yield items[i:i + size]
 
 @torch.no_grad()
+def decode_split(model:Transformer, # the model
+                 task:Task, # its task (a sequence or tree target)
+                 examples:Sequence, # the examples to decode
+                 batch_size:int=64, # examples per call of `generate`
+                 beam:int|None=None, # beam width (None: greedy)
+                 max_nodes:int=256, # node budget of a decoded tree
+                 device:str|torch.device|None=None, # default: the model's
+                 progress:bool=False, # a progress bar over the batches
+                ) -> tuple[list, list]: # the decoded outputs and their references (`Tree`s or token lists)
+    "Decode `examples` with `generate` (trees under the tracker's masks), with the references to score them against."
+    device = device or next(model.parameters()).device
+    vocab = task.tgt_vocab if task.target == "tree" else None
+    outputs, references = [], []
+    for chunk in tqdm(list(_chunks(list(examples), batch_size)), desc="decoding", leave=False, disable=not progress):
+        b = task.collate(chunk).to(device)
+        outputs += model.generate(b.src_ids, b.src_pos, vocab=vocab, order=task.tgt_order, beam=beam,
+                                  max_nodes=max_nodes, src_kinds=b.src_kinds,
+                                  max_len=max(len(e.tgt_ids) for e in chunk) + 8)
+        references += _references(task, chunk)
+    return outputs, references
+
+@torch.no_grad()
 def evaluate(model:Transformer, # the model (not a DDP wrapper)
              task:Task, # its task
              split:str="dev", # "train", "dev" or "test"
@@ -186,6 +209,7 @@ def evaluate(model:Transformer, # the model (not a DDP wrapper)
              max_nodes:int=256, # node budget of a decoded tree
              device:str|torch.device|None=None, # default: the model's
              progress:bool=False, # a progress bar over the decoded batches
+             decode:bool=True, # decode for exact match (False: teacher-forced metrics only, exact_match None)
             ) -> dict: # perplexity, token_accuracy, exact_match and the counts behind them
     "Teacher-forced perplexity and token accuracy over a split, and exact match of decoded outputs."
     if split not in task.splits:
@@ -204,18 +228,13 @@ def evaluate(model:Transformer, # the model (not a DDP wrapper)
                 whole += int((((pred == b.labels) | (b.labels == -100)).all(1)).sum())
         decoded = len(examples)
         if task.target != "labels":
-            decoded = len(examples) if not decode_examples else min(decode_examples, len(examples))
-            whole, todo = 0, examples[:decoded]
-            vocab = task.tgt_vocab if task.target == "tree" else None
-            for chunk in tqdm(list(_chunks(todo, batch_size)), desc=f"decoding {split}", leave=False, disable=not progress):
-                b = task.collate(chunk).to(device)
-                out = model.generate(b.src_ids, b.src_pos, vocab=vocab, order=task.tgt_order, beam=beam,
-                                     max_nodes=max_nodes, src_kinds=b.src_kinds,
-                                     max_len=max(len(e.tgt_ids) for e in chunk) + 8)
-                whole += int(exact_match(out, _references(task, chunk)).sum())
+            decoded = 0 if not decode else len(examples) if not decode_examples else min(decode_examples, len(examples))
+            if decoded:
+                out, refs = decode_split(model, task, examples[:decoded], batch_size, beam, max_nodes, device, progress)
+                whole = int(exact_match(out, refs).sum())
     finally: model.train(was)
     return {"perplexity": math.exp(nll / max(tokens, 1)), "token_accuracy": right / max(tokens, 1),
-            "exact_match": whole / max(decoded, 1), "tokens": tokens, "decoded": decoded}
+            "exact_match": whole / decoded if decoded else None, "tokens": tokens, "decoded": decoded}
 
 # %% ../nbs/09_train.ipynb #2f649e0b
 def _rng_state() -> dict:
