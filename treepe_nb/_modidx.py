@@ -571,5 +571,6 @@ d = { 'settings': { 'branch': 'main',
                                  'treepe_nb.trees._smallest_int': ('trees.html#_smallest_int', 'treepe_nb/trees.py'),
                                  'treepe_nb.trees._too_many': ('trees.html#_too_many', 'treepe_nb/trees.py'),
                                  'treepe_nb.trees.batch_positions': ('trees.html#batch_positions', 'treepe_nb/trees.py'),
+                                 'treepe_nb.trees.check_order': ('trees.html#check_order', 'treepe_nb/trees.py'),
                                  'treepe_nb.trees.check_overflow': ('trees.html#check_overflow', 'treepe_nb/trees.py'),
                                  'treepe_nb.trees.collate_positions': ('trees.html#collate_positions', 'treepe_nb/trees.py')}}}

@@ -14,7 +14,7 @@ from torch import Tensor
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['Tree', 'check_overflow', 'TreePositions', 'collate_positions', 'batch_positions']
+__all__ = ['ORDERS', 'Tree', 'check_overflow', 'TreePositions', 'check_order', 'collate_positions', 'batch_positions']
 
 # %% ../nbs/01_trees.ipynb #2243199f
 def _chase(parent:np.ndarray, follow:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -353,6 +353,16 @@ class TreePositions:
                bool((self.paths == other.paths).all()) and bool((self.depth == other.depth).all())
     __hash__ = None
 
+# %% ../nbs/01_trees.ipynb #10a99603
+ORDERS = ("dfs", "bfs")                    # the two linearisations of a tree
+
+def check_order(order:str # "dfs" (depth-first preorder) or "bfs" (breadth-first level order)
+               ) -> str: # `order`
+    "`order` if it is one of `ORDERS`, else a `ValueError` naming the two valid orders."
+    if not isinstance(order, str) or order not in ORDERS:
+        raise ValueError(f"order must be 'dfs' or 'bfs', got {order!r}")
+    return order
+
 # %% ../nbs/01_trees.ipynb #a520f28b
 _MAX_PATH_ENTRIES = 2 ** 28                                  # 2 GiB of int64 root paths
 
@@ -420,9 +430,8 @@ def _root_paths(parent:np.ndarray, slot:np.ndarray, depth:np.ndarray, K:int, ove
 def order(self:Tree, order:str="dfs" # "dfs" (preorder) or "bfs" (level order)
           ) -> np.ndarray: # node indices in that order
     "Node indices in depth-first preorder or breadth-first level order."
-    if order == "dfs": return np.arange(len(self))
-    if order == "bfs": return np.argsort(self.depth, kind="stable")
-    raise ValueError(f"order must be 'dfs' or 'bfs', got {order!r}")
+    if check_order(order) == "dfs": return np.arange(len(self))
+    return np.argsort(self.depth, kind="stable")
 
 @patch
 def positions(self:Tree, order:str="dfs", # "dfs" or "bfs": the order of the returned nodes
