@@ -196,7 +196,7 @@ def test_fused_kernel_for_every_family_but_shaw(decay):
     grid_pos = torch.stack([torch.arange(6) // 3, torch.arange(6) % 3], -1)[None]
     mask = torch.ones(1, 6, dtype=torch.bool)
     x = torch.randn(1, 6, D)
-    for name, (family, reads) in ENCODINGS.items():
+    for name, family in ((k, e.family) for k, e in ENCODINGS.items()):
         enc = PositionEncoding(name, D, H, max_depth=4)
         att = MultiHeadAttention(D, H, max_distance=2 if family == "relative" else None, decay=decay)
         with mock.patch.object(torch.nn.functional, "scaled_dot_product_attention",

@@ -107,10 +107,10 @@ def test_generation_greedy_beam_legal(pe, trees, order, max_nodes, seed):
     vocab = ArityVocab.from_trees(trees, n=3)
     (ids, pos), _ = batch(trees, vocab)
     m = tree_model(pe, pe, vocab, dtype=torch.float32, seed=seed)
-    greedy = m.generate(ids, pos, vocab, order, max_nodes=max_nodes)
-    one = m.generate(ids, pos, vocab, order, beam=1, max_nodes=max_nodes)
+    greedy = m.generate(ids, pos, vocab, order, max_output_nodes=max_nodes)
+    one = m.generate(ids, pos, vocab, order, beam=1, max_output_nodes=max_nodes)
     assert exact_match(greedy, one).all()
-    beams = m.generate(ids, pos, vocab, order, beam=3, max_nodes=max_nodes, return_all=True)
+    beams = m.generate(ids, pos, vocab, order, beam=3, max_output_nodes=max_nodes, return_all=True)
     for g, per_input in zip(greedy, beams):
         legal(g, vocab, max_nodes)
         scores = [s for _, s in per_input]
@@ -153,7 +153,7 @@ def test_errors():
     m = Transformer(TransformerConfig(10, 10, d_model=16, num_heads=2, src_pe="ape-tree"))
     with pytest.raises(ValueError, match="needs tree positions"): m(*encoder_batch([[3, 4]]), *decoder_batch([[5]])[:2])
     m = Transformer(TransformerConfig(10, 10, d_model=16, num_heads=2, tgt_pe="ape-tree"))
-    with pytest.raises(ValueError, match="cannot encode sequence targets"): m.generate(*encoder_batch([[3]]))
+    with pytest.raises(ValueError, match="reads tree positions only: pass the targets. ArityVocab"): m.generate(*encoder_batch([[3]]))
     with pytest.raises(ValueError, match=r"src_ids\[0, 1\] = 12 is outside 0..9"):
         m(torch.tensor([[3, 12]]), torch.arange(2)[None])
     enc = Transformer(TransformerConfig(10, d_model=16, num_heads=2))
@@ -175,7 +175,7 @@ def test_tied_embeddings_and_bf16_autocast():
         loss.backward()
         assert logits.dtype == torch.bfloat16 and torch.isfinite(loss)
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            out = m.generate(ids, pos, vocab, beam=2, max_nodes=8)
+            out = m.generate(ids, pos, vocab, beam=2, max_output_nodes=8)
         assert all(isinstance(t, Tree) for t in out)
 
 
@@ -189,7 +189,7 @@ def test_cuda_forward_and_generate():
     mc = m.cuda()
     with torch.no_grad(): got = mc(ids.cuda(), pos.to("cuda"), inp.cuda(), tpos.to("cuda"))
     torch.testing.assert_close(got.cpu()[inp != 0], ref[inp != 0], atol=1e-4, rtol=1e-4)
-    assert all(isinstance(t, Tree) for t in mc.generate(ids.cuda(), pos.to("cuda"), vocab, beam=2, max_nodes=8))
+    assert all(isinstance(t, Tree) for t in mc.generate(ids.cuda(), pos.to("cuda"), vocab, beam=2, max_output_nodes=8))
 
 
 def test_torch_compile(request):
@@ -241,7 +241,7 @@ def test_generated_trees_stay_within_max_depth_and_budget(order, beam):
                                           tgt_pe="ape-tree", max_depth=max_depth)).eval()
         src = encoder_batch(trees, vocab, "bfs", max_depth)
         hook = favour_big_arity(m, vocab)
-        try: out = m.generate(*src, vocab, order, beam=beam, max_nodes=max_nodes)
+        try: out = m.generate(*src, vocab, order, beam=beam, max_output_nodes=max_nodes)
         finally: hook.remove()
         full = 2 ** (max_depth + 1) - 1
         for t in out:
@@ -259,9 +259,9 @@ def test_batched_generation_equals_one_at_a_time(pe, trees, seed, beam):
     vocab = ArityVocab.from_trees(trees, n=3)
     (ids, pos), _ = batch(trees, vocab)
     m = tree_model(pe, pe, vocab, dtype=torch.float32, seed=seed)
-    together = m.generate(ids, pos, vocab, "dfs", beam=beam, max_nodes=15, return_all=True)
+    together = m.generate(ids, pos, vocab, "dfs", beam=beam, max_output_nodes=15, return_all=True)
     for b, t in enumerate(trees):
         (i1, p1), _ = batch([t], vocab)
-        alone = m.generate(i1, p1, vocab, "dfs", beam=beam, max_nodes=15, return_all=True)[0]
+        alone = m.generate(i1, p1, vocab, "dfs", beam=beam, max_output_nodes=15, return_all=True)[0]
         assert [o for o, _ in alone] == [o for o, _ in together[b]]
         for (_, s1), (_, s2) in zip(alone, together[b]): assert abs(s1 - s2) < 1e-4

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Sequence
 import torch
 from torch import nn, Tensor
 import torch.nn.functional as F
@@ -15,32 +15,79 @@ from .sequence import SinusoidalPE, LearnedPE, apply_rotary
 from .stack import TreePositionalEncoding
 from .additive import AdditiveTreePE
 from .algebraic import SequenceAPE, TreeAPE, GridAPE
-from .tracking import ArityVocab, TreeTracker
 
 # %% auto #0
-__all__ = ['ENCODINGS', 'check_encoding', 'positions_modality', 'PreparedPositions', 'position_distance', 'PositionEncoding',
-           'attention_mask', 'KVCache', 'MultiHeadAttention']
+__all__ = ['FAMILIES', 'MODALITIES', 'ENCODINGS', 'Encoding', 'register_encoding', 'check_encoding', 'check_reads', 'check_heads',
+           'positions_modality', 'PreparedPositions', 'position_distance', 'PositionEncoding', 'attention_mask',
+           'KVCache', 'MultiHeadAttention']
 
 # %% ../nbs/06_attention.ipynb #1abf51f3
-ENCODINGS = {   # name: (family, the positions it reads)
-    "none":       ("none",     ("sequence", "tree", "grid")),
-    "sinusoidal": ("absolute", ("sequence", "tree")),      # a tree: the token index in its linearisation
-    "learned":    ("absolute", ("sequence", "tree")),
-    "stack":      ("absolute", ("tree",)),
-    "additive":   ("absolute", ("tree",)),
-    "rotary":     ("rotation", ("sequence", "tree")),
-    "ape-seq":    ("rotation", ("sequence", "tree")),
-    "ape-tree":   ("rotation", ("tree",)),
-    "ape-grid":   ("rotation", ("grid",)),
-    "relative":   ("relative", ("sequence", "tree")),
-}
+FAMILIES = ("none", "absolute", "rotation", "relative")   # where an encoding acts
+MODALITIES = ("sequence", "tree", "grid")                 # the kinds of positions
 
+@dataclass(frozen=True)
+class Encoding:
+    "A positional encoding as a component: where it acts, what it reads, and how a model side builds and applies it."
+    name: str                       # the name configs use, e.g. "ape-tree"
+    family: str                     # one of `FAMILIES`
+    reads: tuple                    # the `MODALITIES` it can read
+    build: Callable|None = None     # `sizes` (a `PositionEncoding`) -> its `nn.Module`; None: no parameters
+    term: Callable|None = None      # absolute: (module, `PreparedPositions`, kinds or None) -> `[B, L, d_model]`
+    maps: Callable|None = None      # rotation: (module, `PreparedPositions`) -> maps with `.rotate(*xs)`
+    pair: Callable|None = None      # rotation: `sizes` -> what the head size must be a multiple of (default 2)
+
+ENCODINGS: dict[str, Encoding] = {}   # name -> component; filled by `register_encoding`
+
+def register_encoding(name:str, # the name configs use; must not be taken unless `replace`
+                      family:str, # one of `FAMILIES`
+                      reads:Sequence[str], # the positions it reads, from `MODALITIES`
+                      build:Callable|None=None, # `sizes` -> module (sizes: d_model, num_heads, head_dim, n, max_depth, ...)
+                      term:Callable|None=None, # absolute encodings: what is added to the embeddings
+                      maps:Callable|None=None, # rotation encodings: the maps of a batch's positions
+                      pair:Callable|None=None, # rotation encodings: the multiple the head size needs (default 2)
+                      replace:bool=False, # allow replacing a registered encoding
+                     ) -> Encoding:
+    "Add an encoding to `ENCODINGS`, checking that it says everything its family needs."
+    if not isinstance(name, str) or not name: raise ValueError(f"an encoding needs a non-empty name, got {name!r}")
+    if name in ENCODINGS and not replace:
+        raise ValueError(f"an encoding named {name!r} is registered already; pass replace=True to replace it")
+    if family not in FAMILIES: raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
+    reads = tuple(reads)
+    if not reads or not set(reads) <= set(MODALITIES):
+        raise ValueError(f"reads must name some of {', '.join(MODALITIES)}, got {reads!r}")
+    if family == "absolute" and term is None: raise ValueError(f"the absolute encoding {name!r} needs a term")
+    if family == "rotation" and maps is None: raise ValueError(f"the rotation encoding {name!r} needs maps")
+    ENCODINGS[name] = Encoding(name, family, reads, build, term, maps, pair)
+    return ENCODINGS[name]
+
+# %% ../nbs/06_attention.ipynb #f36a513d
 def check_encoding(name:str # an encoding name, e.g. "ape-tree"
                   ) -> str: # `name`
-    "`name` if it is one of `ENCODINGS`, else a `ValueError` that lists the valid names."
-    if name not in ENCODINGS:
+    "`name` if it is registered in `ENCODINGS`, else a `ValueError` that lists the valid names."
+    if not isinstance(name, str) or name not in ENCODINGS:
         raise ValueError(f"unknown positional encoding {name!r}; valid names: {', '.join(ENCODINGS)}")
     return name
+
+def check_reads(name:str, # an encoding name
+                modality:str, # "sequence", "tree" or "grid": what a side holds
+                what:str="these positions", # the side, for the message, e.g. "the source of tree-copy"
+               ) -> str: # `modality`
+    "`modality` if the encoding `name` can read it, else a `ValueError` naming the encodings that can."
+    if modality not in ENCODINGS[check_encoding(name)].reads:
+        fits = [k for k, e in ENCODINGS.items() if modality in e.reads]
+        raise ValueError(f"{what} is a {modality}, which the {name!r} encoding cannot read; "
+                         f"encodings for a {modality}: {', '.join(fits)}")
+    return modality
+
+def check_heads(d_model:int, # the model width
+                num_heads:int, # attention heads
+               ) -> int: # the head size `d_model // num_heads`
+    "The head size, if `num_heads` divides `d_model`; else a `ValueError`."
+    for name, v in (("d_model", d_model), ("num_heads", num_heads)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    if d_model % num_heads: raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
+    return d_model // num_heads
 
 # %% ../nbs/06_attention.ipynb #0b7067e4
 def positions_modality(positions # LongTensor `[B, L]` or `[B, L, axes]`, or `TreePositions` `[B, L, K]`
@@ -62,7 +109,6 @@ def positions_modality(positions # LongTensor `[B, L]` or `[B, L, axes]`, or `Tr
     )
 
 # %% ../nbs/06_attention.ipynb #e8b2fe77
-# The one place that calls chapters 00-05 (encodings, tracker, vocabulary).
 class _RotaryMaps:
     "RoPE as a maps object, like the algebraic ones: `rotate(*xs)` rotates tensors `[B, H, L, D]` by sequence position."
     def __init__(self, positions:Tensor, base:float=10000.0): self.positions, self.base = positions, base
@@ -70,46 +116,27 @@ class _RotaryMaps:
         out = tuple(apply_rotary(x, self.positions, self.base) for x in xs)
         return out[0] if len(out) == 1 else out
 
-def _make_pe(name:str, pe) -> nn.Module|None:
-    "The module behind an encoding name (`pe` holds the sizes); None for `none`, `rotary` and `relative`."
-    D, H = pe.d_model // pe.num_heads, pe.num_heads
-    if name == "sinusoidal": return SinusoidalPE(pe.d_model, pe.max_len)
-    if name == "learned": return LearnedPE(pe.d_model, pe.max_len)
-    if name == "stack": return TreePositionalEncoding(pe.d_model, n=pe.n, max_depth=pe.max_depth)
-    if name == "additive": return AdditiveTreePE(pe.d_model, pe.max_depth, pe.max_sibling, pe.num_types)
-    if name == "ape-seq": return SequenceAPE(D, H)
-    if name == "ape-tree": return TreeAPE(D, n=pe.n, heads=H)
-    if name == "ape-grid": return GridAPE(D, H, pe.axes)
-    return None
+def _additive_term(module, p, kinds):
+    kinds = torch.zeros_like(p.tree.depth) if kinds is None else kinds.masked_fill(p.tree.depth < 0, 0)
+    return module(p.tree, kinds)
 
-def _absolute(name:str, module:nn.Module, positions, index:Tensor, kinds:Tensor|None) -> Tensor:
-    "What an absolute encoding adds to the embeddings, `[B, L, d_model]`."
-    if name in ("sinusoidal", "learned"): return module(index)
-    if name == "stack": return module(positions)
-    kinds = torch.zeros_like(positions.depth) if kinds is None else kinds.masked_fill(positions.depth < 0, 0)
-    return module(positions, kinds)
-
-def _rotation(name:str, module:nn.Module|None, positions, index:Tensor):
-    "The maps object of a rotation encoding (`.rotate(*xs)`), prepared once per forward for every layer."
-    if name == "rotary": return _RotaryMaps(index)
-    if name == "ape-seq": return module.prepare(index)
-    return module.prepare(positions)                                                 # ape-tree, ape-grid
-
-def _new_tracker(order:str, batch_size:int, n:int, max_depth:int, max_nodes:int, device) -> TreeTracker:
-    return TreeTracker(order, batch_size, n, max_depth, max_nodes, device=device)
-
-def _reorder_tracker(tracker:TreeTracker, index:Tensor):
-    "Make row i of the tracker a copy of row `index[i]` (beam search)."
-    tracker.reorder(index)
-
-def _decode_trees(vocab:ArityVocab, ids:Tensor, order:str, max_depth:int) -> list[Tree]:
-    return vocab.decode_batch(ids, order, max_depth)
-
-def _encode_tree(vocab:ArityVocab, tree:Tree, order:str) -> Tensor:
-    return vocab.encode(tree, order)
-
-def _tree_positions(trees:list[Tree], order:str, max_depth:int) -> TreePositions:
-    return batch_positions(trees, order, max_depth)
+register_encoding("none", "none", MODALITIES)
+register_encoding("sinusoidal", "absolute", ("sequence", "tree"), build=lambda s: SinusoidalPE(s.d_model, s.max_len),
+                  term=lambda m, p, kinds: m(p.index))                 # a tree: the token index in its linearisation
+register_encoding("learned", "absolute", ("sequence", "tree"), build=lambda s: LearnedPE(s.d_model, s.max_len),
+                  term=lambda m, p, kinds: m(p.index))
+register_encoding("stack", "absolute", ("tree",), term=lambda m, p, kinds: m(p.tree),
+                  build=lambda s: TreePositionalEncoding(s.d_model, n=s.n, max_depth=s.max_depth))
+register_encoding("additive", "absolute", ("tree",), term=_additive_term,
+                  build=lambda s: AdditiveTreePE(s.d_model, s.max_depth, s.max_sibling, s.num_kinds))
+register_encoding("rotary", "rotation", ("sequence", "tree"), maps=lambda m, p: _RotaryMaps(p.index))
+register_encoding("ape-seq", "rotation", ("sequence", "tree"), build=lambda s: SequenceAPE(s.head_dim, s.num_heads),
+                  maps=lambda m, p: m.prepare(p.index))
+register_encoding("ape-tree", "rotation", ("tree",), build=lambda s: TreeAPE(s.head_dim, s.n, s.num_heads),
+                  maps=lambda m, p: m.prepare(p.tree))
+register_encoding("ape-grid", "rotation", ("grid",), build=lambda s: GridAPE(s.head_dim, s.num_heads, s.axes),
+                  maps=lambda m, p: m.prepare(p.grid), pair=lambda s: 2 * s.axes)
+register_encoding("relative", "relative", ("sequence", "tree"));
 
 # %% ../nbs/06_attention.ipynb #956b28bf
 @dataclass(eq=False)
@@ -160,20 +187,22 @@ class PositionEncoding(nn.Module):
                  max_depth:int=32, # deepest tree depth allowed (root 0)
                  max_len:int=1024, # positions of the sinusoidal and learned tables
                  max_sibling:int|None=None, # rows of the additive encoding's sibling table (default n)
-                 num_types:int=4, # node kinds of the additive encoding
+                 num_kinds:int=4, # node kinds of the additive encoding
                  axes:int=2, # coordinates of grid positions
                 ):
         super().__init__()
         self.name = check_encoding(name)
-        self.family, self.reads = ENCODINGS[name]
-        if d_model % num_heads: raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
-        if self.family == "rotation" and (d_model // num_heads) % (2 * (axes if name == "ape-grid" else 1)):
-            raise ValueError(f"{name!r} rotates pairs of coordinates: the head size d_model/num_heads = "
-                             f"{d_model // num_heads} "
-                             f"must be a multiple of {2 * (axes if name == 'ape-grid' else 1)}")
+        self.encoding = ENCODINGS[name]
+        self.family, self.reads = self.encoding.family, self.encoding.reads
+        self.head_dim = check_heads(d_model, num_heads)
         self.d_model, self.num_heads, self.n, self.max_depth, self.max_len = d_model, num_heads, n, max_depth, max_len
-        self.max_sibling, self.num_types, self.axes = n if max_sibling is None else max_sibling, num_types, axes
-        self.module = _make_pe(name, self)
+        self.max_sibling, self.num_kinds, self.axes = n if max_sibling is None else max_sibling, num_kinds, axes
+        if self.family == "rotation":
+            pair = self.encoding.pair(self) if self.encoding.pair else 2
+            if self.head_dim % pair:
+                raise ValueError(f"{name!r} rotates groups of {pair} coordinates: the head size d_model/num_heads = "
+                                 f"{self.head_dim} must be a multiple of {pair}")
+        self.module = self.encoding.build(self) if self.encoding.build else None
 
     def modality(self, positions) -> str:
         "The kind of `positions`, if this encoding can read it; else a `ValueError` naming what it needs."
@@ -209,11 +238,10 @@ class PositionEncoding(nn.Module):
         if m == "tree":
             tree = positions if kind != "tree" else positions.check(self.n, self.max_depth)
         if m == "grid": grid = positions.masked_fill(~mask[..., None], 0)
-        if self.family == "absolute":
-            x = x + _absolute(self.name, self.module, tree, index, kinds).to(x.dtype)
-        rotation = (_rotation(self.name, self.module, tree if grid is None else grid, index)
-                    if self.family == "rotation" else None)
-        return x, PreparedPositions(kind, index, tree, grid, rotation)
+        prep = PreparedPositions(kind, index, tree, grid)
+        if self.family == "absolute": x = x + self.encoding.term(self.module, prep, kinds).to(x.dtype)
+        if self.family == "rotation": prep.rotation = self.encoding.maps(self.module, prep)
+        return x, prep
 
     def extra_repr(self): return f"{self.name!r}, d_model={self.d_model}, num_heads={self.num_heads}"
 
@@ -282,11 +310,10 @@ class MultiHeadAttention(nn.Module):
                  decay:float|None=None, # multiply the score of tokens p steps apart by decay**p (e.g. 0.98)
                 ):
         super().__init__()
-        if d_model % num_heads: raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
         if decay is not None and not 0 < decay <= 1: raise ValueError(f"decay must be in (0, 1], got {decay}")
         if max_distance is not None and max_distance < 0:
             raise ValueError(f"max_distance must be >= 0, got {max_distance}")
-        self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
+        self.d_model, self.num_heads, self.head_dim = d_model, num_heads, check_heads(d_model, num_heads)
         self.dropout, self.max_distance, self.decay = dropout, max_distance, decay
         self.q = nn.Linear(d_model, d_model, bias=bias)
         self.kv = nn.Linear(d_model, 2 * d_model, bias=bias)

@@ -5,74 +5,113 @@
 # %% ../nbs/07_model.ipynb #d064dcfc
 from __future__ import annotations
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Sequence
 import torch
 from torch import nn, Tensor
 import torch.nn.functional as F
 from fastcore.basics import patch
-from .trees import Tree, TreePositions
-from .attention import (ENCODINGS, check_encoding, positions_modality, PositionEncoding, PreparedPositions,
-                                 MultiHeadAttention, KVCache, _new_tracker, _reorder_tracker, _decode_trees,
-                                 _encode_tree, _tree_positions)
-from .tracking import ArityVocab
+from .trees import Tree, TreePositions, batch_positions, check_order
+from .attention import (ENCODINGS, check_encoding, check_heads, check_reads, positions_modality,
+                                 PositionEncoding, PreparedPositions, MultiHeadAttention, KVCache)
+from .tracking import ArityVocab, TreeTracker
 
 # %% auto #0
-__all__ = ['TransformerConfig', 'EncoderLayer', 'DecoderLayer', 'Transformer', 'encoder_batch', 'decoder_batch', 'DecoderState',
-           'exact_match']
+__all__ = ['ACTIVATIONS', 'ModelConfig', 'TransformerConfig', 'EncoderLayer', 'DecoderLayer', 'Transformer', 'encoder_batch',
+           'decoder_batch', 'DecoderState', 'exact_match']
 
 # %% ../nbs/07_model.ipynb #30947805
+ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}   # the feed-forward block's non-linearity
+
+def _number(cfg, name:str, kind:type, low:float, high:float=math.inf, low_open:bool=False, high_open:bool=False):
+    "Check one numeric field: its type (no bools, no NaN) and its range; a `ValueError` naming the field."
+    v = getattr(cfg, name)
+    ok_type = isinstance(v, kind) if kind is int else isinstance(v, (int, float))
+    if isinstance(v, bool) or not ok_type or (kind is float and not math.isfinite(v)):
+        raise ValueError(f"{name} must be {'an integer' if kind is int else 'a finite number'}, got {v!r}")
+    if v < low or (low_open and v == low) or v > high or (high_open and v == high):
+        raise ValueError(f"{name} must be in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}, "
+                         f"got {v!r}")
+
+@dataclass(kw_only=True)
+class ModelConfig:
+    "What a user chooses about a model: sizes, the feed-forward block, dropout and the positional encodings."
+    d_model: int = 64                  # model width
+    num_heads: int = 4                 # attention heads; must divide d_model
+    enc_layers: int = 2                # encoder layers
+    dec_layers: int = 2                # decoder layers (when there is a decoder)
+    d_ff: int|None = None              # feed-forward width (None: 4 * d_model)
+    activation: str = "gelu"           # the feed-forward non-linearity: gelu or relu
+    dropout: float = 0.0               # dropout on embeddings, residual branches and attention weights
+    pe: str = "sinusoidal"             # positional encoding of both sides, a name of ENCODINGS
+    src_pe: str|None = None            # the encoder's encoding where it differs from pe
+    tgt_pe: str|None = None            # the decoder's encoding where it differs from pe
+    decay: float|None = None           # distance decay c**p of self-attention scores (e.g. 0.98); None: off
+    max_distance: int = 16             # Shaw's clipping distance (the relative encoding)
+    cross_positions: bool|None = None  # rotate cross-attention by both sides' positions (None: when both use one rotation)
+    tie_embeddings: bool = False       # the output projection shares the target embedding matrix
+    max_len: int = 1024                # rows of the sinusoidal and learned tables; longest generated sequence
+
+    def __post_init__(self):
+        for name in ("d_model", "num_heads", "enc_layers", "max_len"): _number(self, name, int, 1)
+        for name in ("dec_layers", "max_distance"): _number(self, name, int, 0)
+        if self.d_ff is not None: _number(self, "d_ff", int, 1)
+        _number(self, "dropout", float, 0, 1, high_open=True)
+        if self.decay is not None: _number(self, "decay", float, 0, 1, low_open=True)
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}")
+        for name in ("tie_embeddings",) + (("cross_positions",) if self.cross_positions is not None else ()):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        check_encoding(self.pe)
+        for side in (self.src_pe, self.tgt_pe):
+            if side is not None: check_encoding(side)
+        check_heads(self.d_model, self.num_heads)
+        src, tgt = self.encodings
+        if self.cross_positions and not (src == tgt and ENCODINGS[src].family == "rotation"):
+            raise ValueError(f"cross_positions=True needs one rotation encoding "
+                             f"({', '.join(k for k, e in ENCODINGS.items() if e.family == 'rotation')}) on both sides, "
+                             f"got src_pe={src!r}, tgt_pe={tgt!r}")
+
+    @property
+    def encodings(self) -> tuple[str, str]:
+        "The (source, target) encoding names."
+        return self.src_pe or self.pe, self.tgt_pe or self.pe
+
+# %% ../nbs/07_model.ipynb #a69dca0b
 @dataclass
-class TransformerConfig:
-    "Sizes and positional encodings of a `Transformer` (one encoding per side, named as in `ENCODINGS`)."
+class TransformerConfig(ModelConfig):
+    "A `ModelConfig` plus what the data decides: vocabulary sizes and the limits of the positions."
     src_vocab: int                 # source token ids 0..src_vocab-1 (0 is padding)
     tgt_vocab: int|None = None     # target token ids (0 pad, 1 start, 2 end); None: encoder only
-    d_model: int = 128             # model width
-    num_heads: int = 4             # attention heads
-    enc_layers: int = 2            # encoder layers
-    dec_layers: int = 2            # decoder layers (used when tgt_vocab is given)
-    d_ff: int|None = None          # feed-forward width (default 4 * d_model)
-    dropout: float = 0.1           # dropout on embeddings, residual branches and attention weights
-    src_pe: str = "sinusoidal"     # the source side's encoding
-    tgt_pe: str = "sinusoidal"     # the target side's encoding
     n: int = 2                     # branching factor of tree positions
     max_depth: int = 32            # deepest tree depth allowed (root 0)
-    max_len: int = 1024            # positions of the sinusoidal and learned tables; longest generated sequence
     max_sibling: int|None = None   # rows of the additive encoding's sibling table (default n)
-    num_types: int = 4             # node kinds of the additive encoding
+    num_kinds: int = 4             # node kinds of the additive encoding
     axes: int = 2                  # coordinates of grid positions (ape-grid)
-    max_distance: int = 16         # Shaw's clipping distance (relative)
-    decay: float|None = None       # distance decay c**p on self-attention scores (e.g. 0.98); None: off
-    cross_positions: bool|None = None  # rotate cross-attention by both sides' positions (shared maps); None: when
-                                   # both sides use one rotation encoding (rotary, ape-seq, ape-tree, ape-grid)
-    tie_embeddings: bool = False   # the output projection shares the target embedding matrix
     num_labels: int|None = None    # per-token encoder head (default: src_vocab for an encoder-only model)
     pad_id: int = 0                # the padding id of both sides
 
     def __post_init__(self):
-        check_encoding(self.src_pe); check_encoding(self.tgt_pe)
-        for name in ("src_vocab", "d_model", "num_heads", "enc_layers", "n", "max_len"):
-            if getattr(self, name) < 1: raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        super().__post_init__()
+        for name in ("src_vocab", "n", "num_kinds", "axes"): _number(self, name, int, 1)
+        _number(self, "max_depth", int, 0)
         if self.tgt_vocab is not None and (self.tgt_vocab < 3 or self.dec_layers < 1):
             raise ValueError(f"a decoder needs tgt_vocab >= 3 (pad, start, end) and dec_layers >= 1, got "
                              f"tgt_vocab={self.tgt_vocab}, dec_layers={self.dec_layers}")
-        if self.d_model % self.num_heads:
-            raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
-        if self.max_depth < 0: raise ValueError(f"max_depth must be >= 0, got {self.max_depth}")
-        if not 0 <= self.dropout < 1: raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        same_rotation = self.src_pe == self.tgt_pe and ENCODINGS[self.src_pe][0] == "rotation"
+        self.src_pe, self.tgt_pe = self.encodings
+        same_rotation = self.src_pe == self.tgt_pe and ENCODINGS[self.src_pe].family == "rotation"
         if self.cross_positions is None: self.cross_positions = same_rotation and self.tgt_vocab is not None
-        elif self.cross_positions and not same_rotation:
-            raise ValueError(
-                f"cross_positions=True needs one rotation encoding (rotary, ape-seq, ape-tree, ape-grid) on "
-                f"both sides, got src_pe={self.src_pe!r}, tgt_pe={self.tgt_pe!r}"
-            )
+
+    def model_config(self) -> ModelConfig:
+        "The user's part of this configuration."
+        return ModelConfig(**{f.name: getattr(self, f.name) for f in fields(ModelConfig)})
 
 # %% ../nbs/07_model.ipynb #a3bee4af
 def _feed_forward(cfg:TransformerConfig) -> nn.Sequential:
     d_ff = cfg.d_ff or 4 * cfg.d_model
     return nn.Sequential(
-        nn.Linear(cfg.d_model, d_ff), nn.GELU(), nn.Dropout(cfg.dropout), nn.Linear(d_ff, cfg.d_model)
+        nn.Linear(cfg.d_model, d_ff), ACTIVATIONS[cfg.activation](), nn.Dropout(cfg.dropout), nn.Linear(d_ff, cfg.d_model)
     )
 
 class EncoderLayer(nn.Module):
@@ -87,9 +126,13 @@ class EncoderLayer(nn.Module):
     def forward(self, x:Tensor, # `[B, S, d_model]`
                 positions:PreparedPositions, # the source positions
                 mask:Tensor, # `[B, S]` bool, True at real tokens
-               ) -> Tensor: # `[B, S, d_model]`
-        x = x + self.drop(self.attn(self.norm1(x), positions, mask))
-        return x + self.drop(self.ff(self.norm2(x)))
+                need_weights:bool=False, # also return the attention weights `[B, H, S, S]`
+               ) -> Tensor: # `[B, S, d_model]` (and the weights)
+        a = self.attn(self.norm1(x), positions, mask, need_weights=need_weights)
+        a, w = a if need_weights else (a, None)
+        x = x + self.drop(a)
+        x = x + self.drop(self.ff(self.norm2(x)))
+        return (x, w) if need_weights else x
 
 # %% ../nbs/07_model.ipynb #e0de1bfe
 class DecoderLayer(nn.Module):
@@ -156,20 +199,26 @@ def _memory_positions(model, positions:PreparedPositions|None) -> PreparedPositi
         )
     return positions
 
+def _renamed_keys(state_dict, prefix, *args):
+    "Checkpoints written before the rename of `src_pe`/`tgt_pe` to `src_encoding`/`tgt_encoding` load unchanged."
+    for key in [k for k in state_dict if k.startswith((prefix + "src_pe.", prefix + "tgt_pe."))]:
+        side, rest = key[len(prefix):].split(".", 1)
+        state_dict[f"{prefix}{side[:3]}_encoding.{rest}"] = state_dict.pop(key)
+
 class Transformer(nn.Module):
     "Pre-LN encoder-decoder (or encoder only) with one positional encoding per side, chosen by name."
     def __init__(self, cfg:TransformerConfig):
         super().__init__()
         self.cfg, d = cfg, cfg.d_model
         def pe(name): return PositionEncoding(name, d, cfg.num_heads, cfg.n, cfg.max_depth, cfg.max_len,
-                                              cfg.max_sibling, cfg.num_types, cfg.axes)
-        self.src_embed, self.src_pe = nn.Embedding(cfg.src_vocab, d), pe(cfg.src_pe)
+                                              cfg.max_sibling, cfg.num_kinds, cfg.axes)
+        self.src_embed, self.src_encoding = nn.Embedding(cfg.src_vocab, d), pe(cfg.src_pe)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
         self.enc_norm, self.drop = nn.LayerNorm(d), nn.Dropout(cfg.dropout)
-        self.tgt_embed = self.tgt_pe = self.decoder = self.dec_norm = self.generator = None
+        self.tgt_embed = self.tgt_encoding = self.decoder = self.dec_norm = self.generator = None
         if cfg.tgt_vocab is not None:
             self.tgt_embed = nn.Embedding(cfg.tgt_vocab, d)
-            self.tgt_pe = self.src_pe if cfg.cross_positions else pe(cfg.tgt_pe)    # one set of maps for both sides
+            self.tgt_encoding = self.src_encoding if cfg.cross_positions else pe(cfg.tgt_pe)    # one set of maps for both sides
             self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
             self.dec_norm, self.generator = nn.LayerNorm(d), nn.Linear(d, cfg.tgt_vocab, bias=False)
         labels = cfg.num_labels if cfg.num_labels is not None else (cfg.src_vocab if cfg.tgt_vocab is None else None)
@@ -177,19 +226,38 @@ class Transformer(nn.Module):
         for emb in (self.src_embed, self.tgt_embed):
             if emb is not None: nn.init.normal_(emb.weight, std=d ** -0.5)
         if cfg.tie_embeddings and self.generator is not None: self.generator.weight = self.tgt_embed.weight
+        self._register_load_state_dict_pre_hook(_renamed_keys)
+
+    @classmethod
+    def from_task(cls, cfg:ModelConfig, # what the user chose
+                  task, # a `tasks.Task`: its vocabularies, modalities, `n` and `max_depth` decide the rest
+                 ) -> Transformer:
+        "A model for `task`: the data's facts derived once, each side's encoding checked against what it holds."
+        labels = task.target == "labels"
+        src_pe, tgt_pe = cfg.encodings
+        check_reads(src_pe, task.source, f"the source of {task.name}")
+        if not labels: check_reads(tgt_pe, task.target, f"the target of {task.name}")
+        return cls(TransformerConfig(
+            **{f.name: getattr(cfg, f.name) for f in fields(ModelConfig)},
+            src_vocab=len(task.src_vocab), tgt_vocab=None if labels else len(task.tgt_vocab),
+            num_labels=len(task.tgt_vocab) if labels else None, n=task.n or 2,
+            max_depth=task.max_depth if task.max_depth is not None else 32))
 
     def encode(self, src_ids:Tensor, # `[B, S]` LongTensor, 0 = padding
                src_pos, # LongTensor `[B, S]` (sequence), `[B, S, axes]` (grid) or TreePositions `[B, S, K]`
                src_kinds:Tensor|None=None, # `[B, S]` node kinds (the additive encoding)
+               need_weights:bool=False, # also return each layer's attention weights `[B, H, S, S]`, as a list
               ) -> tuple[Tensor, Tensor, PreparedPositions]: # output `[B, S, d_model]`, mask `[B, S]`, prepared positions
         "Run the encoder; the prepared source positions are what `decode` needs for `cross_positions`."
         _check_ids(src_ids, self.cfg.src_vocab, "src_ids", "src_vocab")
         mask = src_ids != self.cfg.pad_id
         _check_padding(mask, src_pos, "src")
-        x, prep = self.src_pe(self.src_embed(src_ids) * math.sqrt(self.cfg.d_model), src_pos, mask, src_kinds)
-        x = self.drop(x)
-        for layer in self.encoder: x = layer(x, prep, mask)
-        return self.enc_norm(x), mask, prep
+        x, prep = self.src_encoding(self.src_embed(src_ids) * math.sqrt(self.cfg.d_model), src_pos, mask, src_kinds)
+        x, weights = self.drop(x), []
+        for layer in self.encoder:
+            x = layer(x, prep, mask, need_weights)
+            if need_weights: x, w = x; weights.append(w)
+        return (self.enc_norm(x), mask, prep) + ((weights,) if need_weights else ())
 
     def decode(self, tgt_ids:Tensor, # `[B, T]` decoder inputs (`<start>` first), 0 = padding
                tgt_pos, # their positions (the start token at the root / position 0)
@@ -204,7 +272,7 @@ class Transformer(nn.Module):
         _check_ids(tgt_ids, self.cfg.tgt_vocab, "tgt_ids", "tgt_vocab")
         mask = tgt_ids != self.cfg.pad_id
         _check_padding(mask, tgt_pos, "tgt")
-        x, prep = self.tgt_pe(self.tgt_embed(tgt_ids) * math.sqrt(self.cfg.d_model), tgt_pos, mask, tgt_kinds)
+        x, prep = self.tgt_encoding(self.tgt_embed(tgt_ids) * math.sqrt(self.cfg.d_model), tgt_pos, mask, tgt_kinds)
         x = self.drop(x)
         across = _memory_positions(self, memory_positions)
         for layer in self.decoder: x = layer(x, prep, mask, memory, memory_mask, memory_positions=across)
@@ -233,8 +301,8 @@ def encoder_batch(sources:Sequence, # `Tree`s (with `vocab`) or lists of token i
                  ) -> tuple[Tensor, Tensor|TreePositions]: # ids `[B, S]` and positions `[B, S]` / `[B, S, K]`
     "Padded source ids and positions."
     if vocab is not None:
-        rows = [_encode_tree(vocab, t, order) for t in sources]
-        positions = _tree_positions(list(sources), order, max_depth)
+        rows = [vocab.encode(t, order) for t in sources]
+        positions = batch_positions(list(sources), order, max_depth)
     else: rows = [torch.as_tensor(list(s), dtype=torch.long) for s in sources]
     ids = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True)
     if vocab is None: positions = torch.arange(ids.shape[1]).expand_as(ids).clone()
@@ -250,7 +318,7 @@ def decoder_batch(targets:Sequence, # `Tree`s (with `vocab`) or lists of token i
     "Teacher-forcing inputs `<start> y_0 .. y_{T-1}` at `root, pos(y_0) ..` and labels `y_0 .. y_{T-1} <end>`."
     if vocab is not None: start_id, end_id = vocab.start, vocab.end
     rows = [
-        _encode_tree(vocab, t, order) if vocab is not None else torch.as_tensor(list(t), dtype=torch.long)
+        vocab.encode(t, order) if vocab is not None else torch.as_tensor(list(t), dtype=torch.long)
         for t in targets
     ]
     inputs = torch.nn.utils.rnn.pad_sequence(
@@ -260,7 +328,7 @@ def decoder_batch(targets:Sequence, # `Tree`s (with `vocab`) or lists of token i
         [torch.cat([r, r.new_tensor([end_id])]) for r in rows], batch_first=True
     )
     if vocab is None: return inputs, torch.arange(inputs.shape[1]).expand_as(inputs).clone(), labels
-    pos = _tree_positions(list(targets), order, max_depth)                             # [B, T, K]
+    pos = batch_positions(list(targets), order, max_depth)                             # [B, T, K]
     B, K = len(rows), pos.paths.shape[-1]
     root = TreePositions(pos.paths.new_full((B, 1, K), -1), pos.depth.new_zeros(B, 1))  # the start token: the root
     positions = TreePositions(torch.cat([root.paths, pos.paths], 1), torch.cat([root.depth, pos.depth], 1), trusted=True)
@@ -310,7 +378,7 @@ def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the
         pos = TreePositions(positions.paths[:, None], positions.depth[:, None], trusted=positions.trusted)
     else: pos = positions[:, None]
     mask = ids != self.cfg.pad_id
-    x, prep = self.tgt_pe(self.tgt_embed(ids) * math.sqrt(self.cfg.d_model), pos, mask,
+    x, prep = self.tgt_encoding(self.tgt_embed(ids) * math.sqrt(self.cfg.d_model), pos, mask,
                           None if kinds is None else kinds[:, None], offset=state.length)
     state.key_mask = mask if state.key_mask is None else torch.cat([state.key_mask, mask], 1)
     if state.keep_positions:
@@ -326,7 +394,7 @@ def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the
     return self.generator(self.dec_norm(x))[:, 0]
 
 # %% ../nbs/07_model.ipynb #badd108b
-def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_nodes, alpha, src_kinds, start_id, end_id):
+def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_output_nodes, alpha, src_kinds, start_id, end_id):
     "Greedy (beam=None) or beam search; returns token histories `[B*W, T]`, normalised scores and the width W."
     cfg, dev, pad = model.cfg, src_ids.device, model.cfg.pad_id
     B, W = len(src_ids), beam or 1
@@ -339,7 +407,7 @@ def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_
                                  src_pos.trusted)
                    if isinstance(src_pos, TreePositions) else src_pos.repeat_interleave(W, 0))
     state = model.start_decoding(*model.encode(src_ids, src_pos, src_kinds))
-    tracker = _new_tracker(order, N, vocab.n, cfg.max_depth, max_nodes, dev) if vocab is not None else None
+    tracker = TreeTracker(order, N, vocab.n, cfg.max_depth, max_output_nodes, device=dev) if vocab is not None else None
     ids = torch.arange(V, device=dev)
     pad_only = torch.where(ids == pad, 0.0, float("-inf"))
     tok = torch.full((N,), start_id, device=dev)
@@ -370,7 +438,7 @@ def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_
             lengths, finished, hist = grown[origin], finished[origin], hist[origin]
             state.reorder(origin)
             if tracker is not None:
-                _reorder_tracker(tracker, origin.cpu() if tracker.done.device.type == "cpu" else origin)
+                tracker.reorder(origin.cpu() if tracker.done.device.type == "cpu" else origin)
             dead = torch.isneginf(scores)                                        # fewer than W legal extensions
             nxt, finished = torch.where(dead, pad, nxt), finished | dead
         hist = torch.cat([hist, nxt[:, None]], 1)
@@ -389,7 +457,7 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
              vocab:ArityVocab|None=None, # tree targets: their vocabulary (None: token lists)
              order:str="dfs", # generation order of trees: "dfs" or "bfs"
              beam:int|None=None, # None: greedy; W: beam search with W hypotheses per input
-             max_nodes:int=256, # node budget of a generated tree
+             max_output_nodes:int=256, # the most nodes a generated tree may have
              max_len:int|None=None, # longest generated sequence (default cfg.max_len - 1)
              length_penalty:float=1.0, # alpha of the length normalisation log p / length**alpha
              src_kinds:Tensor|None=None, # node kinds of the source (additive encoding)
@@ -401,11 +469,10 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
     if self.decoder is None:
         raise ValueError("this model has no decoder (tgt_vocab=None): it cannot generate")
     need = "tree" if vocab is not None else "sequence"
-    if need not in ENCODINGS[cfg.tgt_pe][1]:
-        raise ValueError(f"tgt_pe={cfg.tgt_pe!r} cannot encode {need} targets; " +
-                         ("pass the targets' ArityVocab to generate trees"
-                          if need == "sequence" and "tree" in ENCODINGS[cfg.tgt_pe][1]
-                          else "generation supports sequence and tree targets"))
+    if need not in ENCODINGS[cfg.tgt_pe].reads and need == "sequence" and "tree" in ENCODINGS[cfg.tgt_pe].reads:
+        raise ValueError(f"tgt_pe={cfg.tgt_pe!r} reads tree positions only: pass the targets' ArityVocab to generate trees")
+    check_reads(cfg.tgt_pe, need, "the target")
+    check_order(order)
     if vocab is not None:
         if len(vocab) != cfg.tgt_vocab:
             raise ValueError(f"the vocabulary has {len(vocab)} tokens but tgt_vocab={cfg.tgt_vocab}")
@@ -413,12 +480,12 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
             raise ValueError(f"the vocabulary has n={vocab.n} child slots but the model's n={cfg.n}")
         start_id, end_id = vocab.start, vocab.end
     if beam is not None and beam < 1: raise ValueError(f"beam must be None (greedy) or >= 1, got {beam}")
-    steps = max_nodes + 1 if vocab is not None else (max_len or cfg.max_len - 1)
+    steps = max_output_nodes + 1 if vocab is not None else (max_len or cfg.max_len - 1)
     was = self.training
     self.eval()
     try:
         with torch.no_grad():
-            hist, scores, W = _search(self, src_ids, src_pos, vocab, order, beam, steps, max_nodes, length_penalty,
+            hist, scores, W = _search(self, src_ids, src_pos, vocab, order, beam, steps, max_output_nodes, length_penalty,
                                       src_kinds, start_id, end_id)
     finally: self.train(was)
     out = []
@@ -428,7 +495,7 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
             for i in torch.argsort(scores[b * W : (b + 1) * W], descending=True, stable=True).tolist()
         ]
         rows = [r for r in rows if scores[r] > float("-inf")]
-        if vocab is not None: outputs = _decode_trees(vocab, hist[rows].cpu(), order, cfg.max_depth)
+        if vocab is not None: outputs = vocab.decode_batch(hist[rows].cpu(), order, cfg.max_depth)
         else:
             outputs = []
             for r in rows:

@@ -353,7 +353,7 @@ class TreePositions:
                bool((self.paths == other.paths).all()) and bool((self.depth == other.depth).all())
     __hash__ = None
 
-# %% ../nbs/01_trees.ipynb #10a99603
+# %% ../nbs/01_trees.ipynb #ac9e2158
 ORDERS = ("dfs", "bfs")                    # the two linearisations of a tree
 
 def check_order(order:str # "dfs" (depth-first preorder) or "bfs" (breadth-first level order)
