@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from treepe_nb.train import TrainConfig, config_from_args, eval_cli, load_checkpoint, read_metrics, train, train_cli
+from treepe_nb.model import ModelConfig
+from treepe_nb.tasks import TaskConfig
+from treepe_nb.train import (TrainConfig, config_from_args, eval_cli, load_checkpoint, read_metrics, save_checkpoint,
+                             train, train_cli)
 
-SMALL = dict(sizes=(512, 32, 32), task_options={"depth_mean": 3.0, "depth_std": 0.3}, eval_examples=0)
+SMALL_TASK = TaskConfig(sizes=(512, 32, 32), options={"depth_mean": 3.0, "depth_std": 0.3})
 
 
 @pytest.fixture(autouse=True)
@@ -29,13 +32,15 @@ def losses(run):
 
 
 def test_tiny_model_learns_tree_copy_exactly(tmp_path):
-    summary = train(TrainConfig(**SMALL, pe="stack", steps=150, warmup=30, eval_every=0, out=str(tmp_path)), progress=False)
+    summary = train(TrainConfig(SMALL_TASK, ModelConfig(pe="stack"), steps=150, warmup=30, eval_every=0, eval_examples=0,
+                                out=str(tmp_path)), progress=False)
     assert summary["dev"]["decoded"] == 32
     assert summary["dev"]["exact_match"] == 1.0, summary
 
 
 def test_resume_equals_uninterrupted(tmp_path):
-    cfg = dict(sizes=(96, 8, 8), steps=30, eval_every=10, eval_examples=2, dropout=0.1, d_model=32, batch_size=16)
+    cfg = dict(task=TaskConfig(sizes=(96, 8, 8)), model=ModelConfig(pe="ape-tree", dropout=0.1, d_model=32), steps=30,
+               eval_every=10, eval_examples=2, batch_size=16)
     train(TrainConfig(**cfg, out=str(tmp_path / "whole")), progress=False)
     part = tmp_path / "part"
     train(TrainConfig(**cfg, out=str(part)), progress=False, stop_at=17)        # stopped between evaluations
@@ -74,7 +79,7 @@ def test_command_line_end_to_end(tmp_path):
                           "--out", str(run)], capture_output=True, text=True, check=True).stdout
     assert json.loads(out)["step"] == 4                                          # the command line beat the file
     stored = load_checkpoint(run)["config"]
-    assert (stored["task"], stored["pe"], stored["d_model"], stored["task_options"]) == \
+    assert (stored["task"]["name"], stored["model"]["pe"], stored["model"]["d_model"], stored["task"]["options"]) == \
         ("seq-reverse", "rotary", 16, {"length_mean": 6, "length_std": 1})
     res = subprocess.run([shutil.which("treepe-eval"), str(run), "--split", "test", "--device", "cpu"],
                          capture_output=True, text=True, check=True)
@@ -86,8 +91,8 @@ def test_command_line_end_to_end(tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--task", "tree-copi"], "invalid choice: 'tree-copi'"),
     (["--pe", "tree"], "invalid choice: 'tree'"),
-    (["--task", "seq-copy", "--pe", "ape-tree", "--steps", "1"], "which 'ape-tree' cannot encode"),
-    (["--steps", "0"], "steps must be >= 1"),
+    (["--task", "seq-copy", "--pe", "ape-tree", "--steps", "1"], "which the 'ape-tree' encoding cannot read"),
+    (["--steps", "0"], "steps must be in [1"),
     (["--task-option", "depth_mean"], "expected KEY=VALUE"),
 ])
 def test_command_line_errors_name_the_option(tmp_path, capsys, argv, message):
@@ -109,3 +114,31 @@ def test_config_file_errors(tmp_path):
     bad.write_text("tsk: tree-copy\n")
     with pytest.raises(SystemExit): config_from_args(["--config", str(bad)])
     with pytest.raises(SystemExit): config_from_args(["--config", str(tmp_path / "missing.yaml")])
+
+
+def test_old_flat_checkpoint_still_evaluates(tmp_path, capsys):
+    "A run folder written before the config spine (flat config, `src_pe.`/`tgt_pe.` module keys) still loads."
+    run = tmp_path / "run"
+    train(TrainConfig(TaskConfig(sizes=(32, 8, 8)), ModelConfig(pe="stack", d_model=16), steps=2, eval_examples=2,
+                      out=str(run)), progress=False)
+    ck = load_checkpoint(run / "best.pt")
+    ck["config"] = {"task": "tree-copy", "pe": "stack", "order": "dfs", "sizes": [32, 8, 8], "task_options": None,
+                    "seed": 0, "d_model": 16, "num_heads": 4, "enc_layers": 2, "dec_layers": 2, "d_ff": None,
+                    "dropout": 0.0, "steps": 2, "max_nodes": 256, "eval_examples": 2, "out": str(run)}
+    ck["model"] = {k.replace("src_encoding.", "src_pe.").replace("tgt_encoding.", "tgt_pe."): v
+                   for k, v in ck["model"].items()}
+    assert any(k.startswith("src_pe.") for k in ck["model"])
+    save_checkpoint(run / "best.pt", **ck)
+    eval_cli([str(run), "--split", "dev", "--device", "cpu"])
+    assert json.loads(capsys.readouterr().out)["decoded"] == 8
+
+
+def test_plot_run_from_a_fresh_interpreter(tmp_path):
+    "`plot_run` imports what it draws with: it works outside the notebook that defines it."
+    run = tmp_path / "run"
+    train(TrainConfig(TaskConfig(sizes=(32, 8, 8)), ModelConfig(pe="stack", d_model=16), steps=2, eval_examples=2,
+                      out=str(run)), progress=False)
+    code = f"from treepe_nb.train import plot_run; ax = plot_run({str(run)!r}); print(len(ax[0].lines))"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "MPLBACKEND": "Agg"})
+    assert res.returncode == 0 and res.stdout.strip() == "1", res.stderr[-2000:]

@@ -60,7 +60,7 @@ def register_encoding(name:str, # the name configs use; must not be taken unless
     ENCODINGS[name] = Encoding(name, family, reads, build, term, maps, pair)
     return ENCODINGS[name]
 
-# %% ../nbs/06_attention.ipynb #f36a513d
+# %% ../nbs/06_attention.ipynb #e3d6c69d
 def check_encoding(name:str # an encoding name, e.g. "ape-tree"
                   ) -> str: # `name`
     "`name` if it is registered in `ENCODINGS`, else a `ValueError` that lists the valid names."

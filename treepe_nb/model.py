@@ -17,14 +17,20 @@ from .attention import (ENCODINGS, check_encoding, check_heads, check_reads, pos
 from .tracking import ArityVocab, TreeTracker
 
 # %% auto #0
-__all__ = ['ACTIVATIONS', 'ModelConfig', 'TransformerConfig', 'EncoderLayer', 'DecoderLayer', 'Transformer', 'encoder_batch',
-           'decoder_batch', 'DecoderState', 'exact_match']
+__all__ = ['ACTIVATIONS', 'check_number', 'ModelConfig', 'TransformerConfig', 'EncoderLayer', 'DecoderLayer', 'Transformer',
+           'encoder_batch', 'decoder_batch', 'DecoderState', 'exact_match']
 
 # %% ../nbs/07_model.ipynb #30947805
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}   # the feed-forward block's non-linearity
 
-def _number(cfg, name:str, kind:type, low:float, high:float=math.inf, low_open:bool=False, high_open:bool=False):
-    "Check one numeric field: its type (no bools, no NaN) and its range; a `ValueError` naming the field."
+def check_number(cfg, # a config (any object)
+                 name:str, # the field to check
+                 kind:type, # int, or float (which also accepts ints)
+                 low:float, # the smallest value allowed (excluded when `low_open`)
+                 high:float=math.inf, # the largest (excluded when `high_open`)
+                 low_open:bool=False, high_open:bool=False,
+                ):
+    "Check one numeric field of a config: its type (no bools, no NaN or infinity) and its range; a `ValueError` naming it."
     v = getattr(cfg, name)
     ok_type = isinstance(v, kind) if kind is int else isinstance(v, (int, float))
     if isinstance(v, bool) or not ok_type or (kind is float and not math.isfinite(v)):
@@ -53,11 +59,11 @@ class ModelConfig:
     max_len: int = 1024                # rows of the sinusoidal and learned tables; longest generated sequence
 
     def __post_init__(self):
-        for name in ("d_model", "num_heads", "enc_layers", "max_len"): _number(self, name, int, 1)
-        for name in ("dec_layers", "max_distance"): _number(self, name, int, 0)
-        if self.d_ff is not None: _number(self, "d_ff", int, 1)
-        _number(self, "dropout", float, 0, 1, high_open=True)
-        if self.decay is not None: _number(self, "decay", float, 0, 1, low_open=True)
+        for name in ("d_model", "num_heads", "enc_layers", "max_len"): check_number(self, name, int, 1)
+        for name in ("dec_layers", "max_distance"): check_number(self, name, int, 0)
+        if self.d_ff is not None: check_number(self, "d_ff", int, 1)
+        check_number(self, "dropout", float, 0, 1, high_open=True)
+        if self.decay is not None: check_number(self, "decay", float, 0, 1, low_open=True)
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}")
         for name in ("tie_embeddings",) + (("cross_positions",) if self.cross_positions is not None else ()):
@@ -78,7 +84,7 @@ class ModelConfig:
         "The (source, target) encoding names."
         return self.src_pe or self.pe, self.tgt_pe or self.pe
 
-# %% ../nbs/07_model.ipynb #a69dca0b
+# %% ../nbs/07_model.ipynb #cadc1944
 @dataclass
 class TransformerConfig(ModelConfig):
     "A `ModelConfig` plus what the data decides: vocabulary sizes and the limits of the positions."
@@ -94,8 +100,8 @@ class TransformerConfig(ModelConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        for name in ("src_vocab", "n", "num_kinds", "axes"): _number(self, name, int, 1)
-        _number(self, "max_depth", int, 0)
+        for name in ("src_vocab", "n", "num_kinds", "axes"): check_number(self, name, int, 1)
+        check_number(self, "max_depth", int, 0)
         if self.tgt_vocab is not None and (self.tgt_vocab < 3 or self.dec_layers < 1):
             raise ValueError(f"a decoder needs tgt_vocab >= 3 (pad, start, end) and dec_layers >= 1, got "
                              f"tgt_vocab={self.tgt_vocab}, dec_layers={self.dec_layers}")

@@ -4,8 +4,8 @@
 
 # %% ../nbs/09_train.ipynb #5b08539a
 from __future__ import annotations
-import argparse, contextlib, inspect, json, math, os, random, sys, time
-from dataclasses import dataclass, field, fields, asdict
+import argparse, contextlib, json, math, os, random, sys, time
+from dataclasses import dataclass, field, fields, asdict, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -19,33 +19,23 @@ from torch import Tensor, nn
 from torch.utils.data import DistributedSampler
 from tqdm.auto import tqdm
 
-from .attention import ENCODINGS, check_encoding
-from .model import Transformer, TransformerConfig, exact_match
-from .tasks import TASKS, Batch, Task, make_task
+from .attention import ENCODINGS
+from .model import ModelConfig, Transformer, check_number, exact_match
+from .tasks import PRESETS, TASKS, Batch, Task, TaskConfig, make_task
 
 # %% auto #0
-__all__ = ['SMALL_TASKS', 'TrainConfig', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
+__all__ = ['TrainConfig', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
            'save_checkpoint', 'load_checkpoint', 'read_metrics', 'train', 'plot_run', 'config_from_args', 'train_cli',
            'eval_cli']
 
 # %% ../nbs/09_train.ipynb #35a7941b
+def _default_model() -> ModelConfig: return ModelConfig(pe="ape-tree")
+
 @dataclass
 class TrainConfig:
-    "Every setting of a training run: the options of `treepe-train` and the keys of its config files."
-    task: str = "tree-copy"          # the task, one of `tasks.TASKS`
-    pe: str = "ape-tree"             # positional encoding of both sides, one of `attention.ENCODINGS`
-    src_pe: str|None = None          # the encoder's encoding when it differs from `pe`
-    tgt_pe: str|None = None          # the decoder's encoding when it differs from `pe`
-    order: str = "dfs"               # linearisation and generation order of tree targets: dfs or bfs
-    sizes: tuple = (1000, 100, 100)  # train, dev and test examples
-    task_options: dict|None = None   # task settings, e.g. {depth_mean: 7}; None: `SMALL_TASKS`, {}: the paper's
-    seed: int = 0                    # seeds the data, the initialisation, dropout and the order of batches
-    d_model: int = 64                # model width
-    num_heads: int = 4               # attention heads
-    enc_layers: int = 2              # encoder layers
-    dec_layers: int = 2              # decoder layers
-    d_ff: int|None = None            # feed-forward width (default 4 * d_model)
-    dropout: float = 0.0             # dropout of the model
+    "Every setting of a training run: the data, the model, the optimiser and the run (the options of `treepe-train`)."
+    task: TaskConfig = field(default_factory=TaskConfig)    # the data (a TaskConfig, a mapping of its fields, or a task name)
+    model: ModelConfig = field(default_factory=_default_model)   # the model (a ModelConfig or a mapping of its fields)
     steps: int = 1000                # optimisation steps
     batch_size: int = 32             # examples per step, over all processes
     lr: float = 3e-3                 # peak learning rate of AdamW
@@ -56,7 +46,7 @@ class TrainConfig:
     eval_every: int = 250            # steps between evaluations on dev (0: at the end only)
     eval_examples: int = 100         # examples of a split decoded for exact match (0: all of them)
     beam: int|None = None            # beam width of decoding (None: greedy)
-    max_nodes: int = 256             # node budget of a decoded tree
+    max_output_nodes: int = 256      # the most nodes a decoded tree may have
     device: str = "auto"             # cpu, cuda, cuda:N, or auto (cuda when there is one)
     amp: bool = True                 # bf16 autocast on CUDA
     threads: int|None = None         # CPU threads of torch (None: its default)
@@ -64,39 +54,67 @@ class TrainConfig:
     best_metric: str = "exact_match" # dev metric that picks best.pt: exact_match, token_accuracy or perplexity
 
     def __post_init__(self):
-        if self.task not in TASKS:
-            raise ValueError(f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)}")
-        for name in ("pe", "src_pe", "tgt_pe"):
-            if getattr(self, name) is not None: check_encoding(getattr(self, name))
-        if self.order not in ("dfs", "bfs"):
-            raise ValueError(f"order must be 'dfs' or 'bfs', got {self.order!r}")
-        self.sizes = tuple(self.sizes)
-        for name in ("steps", "batch_size", "d_model", "num_heads", "enc_layers", "dec_layers", "max_nodes"):
-            if getattr(self, name) < 1: raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("warmup", "eval_every", "eval_examples"):
-            if getattr(self, name) < 0: raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.lr <= 0: raise ValueError(f"lr must be > 0, got {self.lr}")
-        if self.beam is not None and self.beam < 1:
-            raise ValueError(f"beam must be None (greedy) or >= 1, got {self.beam}")
+        if isinstance(self.task, str): self.task = TaskConfig(name=self.task)
+        if isinstance(self.task, dict): self.task = TaskConfig(**self.task)
+        if isinstance(self.model, dict): self.model = ModelConfig(**self.model)
+        if not isinstance(self.task, TaskConfig): raise TypeError(f"task must be a TaskConfig, got {self.task!r}")
+        if not isinstance(self.model, ModelConfig): raise TypeError(f"model must be a ModelConfig, got {self.model!r}")
+        for name in ("steps", "batch_size", "max_output_nodes"): check_number(self, name, int, 1)
+        for name in ("warmup", "eval_every", "eval_examples"): check_number(self, name, int, 0)
+        check_number(self, "lr", float, 0, low_open=True)
+        for name in ("weight_decay", "clip"): check_number(self, name, float, 0)
+        check_number(self, "label_smoothing", float, 0, 1, high_open=True)
+        if self.beam is not None: check_number(self, "beam", int, 1)
+        if self.threads is not None: check_number(self, "threads", int, 1)
         if self.best_metric not in _BEST:
             raise ValueError(f"best_metric must be one of {', '.join(_BEST)}, got {self.best_metric!r}")
-        if self.task_options is not None and not isinstance(self.task_options, dict):
-            raise TypeError(f"task_options must be a mapping, got {self.task_options!r}")
 
     @property
-    def settings(self) -> dict:
-        "The task settings of the run: `task_options`, or the task's entry of `SMALL_TASKS` when that is None."
-        if self.task_options is not None: return self.task_options
-        return SMALL_TASKS.get(self.task.split("-")[0], {})
+    def seed(self) -> int:
+        "The run's seed: the data's (`task.seed`), which also seeds the initialisation, dropout and the batch order."
+        return self.task.seed
 
-    @property
-    def encodings(self) -> tuple[str, str]:
-        "The (source, target) encodings."
-        return self.src_pe or self.pe, self.tgt_pe or self.pe
+    def to_dict(self) -> dict:
+        "The configuration as plain YAML/JSON data: `task:` and `model:` sections, then the run's settings."
+        def plain(v): return [plain(x) for x in v] if isinstance(v, (tuple, list)) else (
+            {k: plain(x) for k, x in v.items()} if isinstance(v, dict) else v)
+        return plain(asdict(self))
+
+    @classmethod
+    def from_dict(cls, d:dict # `to_dict`'s form, or the flat form of records and checkpoints written before the spine
+                 ) -> TrainConfig:
+        "A `TrainConfig` from plain data; the one converter of old flat configurations."
+        return cls(**_nested(d))
 
 _BEST = {"exact_match": 1, "token_accuracy": 1, "perplexity": -1}   # +1: higher is better
-SMALL_TASKS = {"tree": {"depth_mean": 4.0, "depth_std": 0.5},     # trees of about 20 nodes instead of about 60
-               "seq": {"length_mean": 20.0, "length_std": 2.0}}   # words of about 20 tokens instead of 100
+
+# %% ../nbs/09_train.ipynb #e6b6ba6b
+_FLAT_TASK = {"task": "name", "order": "order", "sizes": "sizes", "seed": "seed"}
+_FLAT_MODEL = ("d_model", "num_heads", "enc_layers", "dec_layers", "d_ff", "dropout", "pe", "src_pe", "tgt_pe")
+_FLAT_MODEL_SETTINGS = dict(activation="gelu", decay=None, max_distance=16, cross_positions=None,
+                            tie_embeddings=False, max_len=1024)         # what flat-config runs used
+_RENAMED_OPTIONS = {"max_nodes": "max_example_nodes"}                  # task options renamed with the spine
+
+def _nested(d:dict) -> dict:
+    "`TrainConfig` keyword arguments from a nested or flat configuration mapping."
+    if not isinstance(d, dict): raise TypeError(f"a configuration must be a mapping, got {type(d).__name__}")
+    d = dict(d)
+    task = d.pop("task", None)
+    task = {"name": task} if isinstance(task, str) else dict(task or {})
+    model = dict(d.pop("model", None) or {})
+    flat = "task_options" in d or any(k in d for k in _FLAT_MODEL)
+    for old, new in _FLAT_TASK.items():
+        if old in d: task[new] = d.pop(old)
+    if flat:
+        opts = d.pop("task_options", None)
+        task["preset"] = "small" if opts is None else "paper"
+        task["options"] = {_RENAMED_OPTIONS.get(k, k): v for k, v in (opts or {}).items()}
+        model = {**_FLAT_MODEL_SETTINGS, **{k: d.pop(k) for k in _FLAT_MODEL if k in d}, **model}
+        model.setdefault("pe", "ape-tree")                                # the flat form's default
+    if "max_nodes" in d: d["max_output_nodes"] = d.pop("max_nodes")
+    unknown = sorted(set(d) - {f.name for f in fields(TrainConfig)})
+    if unknown: raise ValueError(f"unknown settings {', '.join(unknown)}; see treepe-train --help")
+    return dict(d, task=task, **({"model": model} if model else {}))
 
 # %% ../nbs/09_train.ipynb #4b11ed88
 def warmup_cosine(optimizer:torch.optim.Optimizer, # the optimizer whose learning rate is scheduled
@@ -118,38 +136,13 @@ def seed_everything(seed:int # one seed for Python's `random`, NumPy and torch (
     random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
 
 # %% ../nbs/09_train.ipynb #17aeb079
-_MODALITY = {"seq": "sequence", "tree": "tree"}
-
 def build(cfg:TrainConfig # the run's settings
          ) -> tuple[Task, Transformer]:
     "The task of a run and a freshly initialised model for it (seeded from `cfg.seed`)."
-    settings = [
-        p for p in inspect.signature(TASKS[cfg.task]).parameters if p not in ("seed", "sizes", "order")
-    ]
-    unknown = sorted(set(cfg.settings) - set(settings))
-    if unknown:
-        raise ValueError(
-            f"{cfg.task} has no setting {', '.join(map(repr, unknown))}; its settings: {', '.join(settings)}"
-        )
-    task = make_task(cfg.task, cfg.seed, cfg.sizes, cfg.order, **cfg.settings)
-    src_pe, tgt_pe = cfg.encodings
-    sides = [("source", src_pe, task.source)] + (
-        [("target", tgt_pe, task.target)] if task.target != "labels" else []
-    )
-    for side, pe, kind in sides:
-        if _MODALITY[kind] not in ENCODINGS[pe][1]:
-            fits = [k for k, (_, reads) in ENCODINGS.items() if _MODALITY[kind] in reads]
-            raise ValueError(f"the {side} of {cfg.task} is a {_MODALITY[kind]}, which {pe!r} cannot encode; "
-                             f"encodings for a {_MODALITY[kind]}: {', '.join(fits)}")
-    labels = task.target == "labels"
+    task = make_task(cfg.task)
     seed_everything(cfg.seed)
-    model = Transformer(TransformerConfig(
-        src_vocab=len(task.src_vocab), tgt_vocab=None if labels else len(task.tgt_vocab),
-        num_labels=len(task.tgt_vocab) if labels else None, d_model=cfg.d_model, num_heads=cfg.num_heads,
-        enc_layers=cfg.enc_layers, dec_layers=cfg.dec_layers, d_ff=cfg.d_ff, dropout=cfg.dropout,
-        src_pe=src_pe, tgt_pe=tgt_pe, n=task.n or 2, max_depth=task.max_depth if task.max_depth is not None else 32,
-        max_len=max(1024, 2 * cfg.max_nodes)))
-    return task, model
+    model_cfg = replace(cfg.model, max_len=max(cfg.model.max_len, 2 * cfg.max_output_nodes))   # room to decode
+    return task, Transformer.from_task(model_cfg, task)
 
 # %% ../nbs/09_train.ipynb #4d75f739
 def _forward(model:nn.Module, batch:Batch) -> Tensor:
@@ -183,7 +176,7 @@ def decode_split(model:Transformer, # the model
                  examples:Sequence, # the examples to decode
                  batch_size:int=64, # examples per call of `generate`
                  beam:int|None=None, # beam width (None: greedy)
-                 max_nodes:int=256, # node budget of a decoded tree
+                 max_output_nodes:int=256, # the most nodes a decoded tree may have
                  device:str|torch.device|None=None, # default: the model's
                  progress:bool=False, # a progress bar over the batches
                 ) -> tuple[list, list]: # the decoded outputs and their references (`Tree`s or token lists)
@@ -194,7 +187,7 @@ def decode_split(model:Transformer, # the model
     for chunk in tqdm(list(_chunks(list(examples), batch_size)), desc="decoding", leave=False, disable=not progress):
         b = task.collate(chunk).to(device)
         outputs += model.generate(b.src_ids, b.src_pos, vocab=vocab, order=task.tgt_order, beam=beam,
-                                  max_nodes=max_nodes, src_kinds=b.src_kinds,
+                                  max_output_nodes=max_output_nodes, src_kinds=b.src_kinds,
                                   max_len=max(len(e.tgt_ids) for e in chunk) + 8)
         references += _references(task, chunk)
     return outputs, references
@@ -206,7 +199,7 @@ def evaluate(model:Transformer, # the model (not a DDP wrapper)
              batch_size:int=64, # examples per forward pass
              decode_examples:int|None=None, # examples decoded for exact match (the split's first ones; None: all)
              beam:int|None=None, # beam width (None: greedy)
-             max_nodes:int=256, # node budget of a decoded tree
+             max_output_nodes:int=256, # the most nodes a decoded tree may have
              device:str|torch.device|None=None, # default: the model's
              progress:bool=False, # a progress bar over the decoded batches
              decode:bool=True, # decode for exact match (False: teacher-forced metrics only, exact_match None)
@@ -230,7 +223,7 @@ def evaluate(model:Transformer, # the model (not a DDP wrapper)
         if task.target != "labels":
             decoded = 0 if not decode else len(examples) if not decode_examples else min(decode_examples, len(examples))
             if decoded:
-                out, refs = decode_split(model, task, examples[:decoded], batch_size, beam, max_nodes, device, progress)
+                out, refs = decode_split(model, task, examples[:decoded], batch_size, beam, max_output_nodes, device, progress)
                 whole = int(exact_match(out, refs).sum())
     finally: model.train(was)
     return {"perplexity": math.exp(nll / max(tokens, 1)), "token_accuracy": right / max(tokens, 1),
@@ -344,7 +337,7 @@ def train(cfg:TrainConfig, # the run's settings
         _set_rng_state(ck["rng"])
     if rank == 0:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "config.yaml").write_text(yaml.safe_dump(_plain(asdict(cfg)), sort_keys=False))
+        (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         if step: _keep_records(out / "metrics.jsonl", step)
         else: (out / "metrics.jsonl").unlink(missing_ok=True)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
@@ -361,13 +354,13 @@ def train(cfg:TrainConfig, # the run's settings
 
     def checkpoint(name):
         save_checkpoint(out / name, model=model.state_dict(), optimizer=opt.state_dict(), scheduler=sched.state_dict(),
-                        step=step, best=best, best_step=best_step, config=_plain(asdict(cfg)))
+                        step=step, best=best, best_step=best_step, config=cfg.to_dict())
 
     def evaluation():
         nonlocal best, best_step
         if rank == 0:
             m = evaluate(model, task, "dev", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
-                         max_nodes=cfg.max_nodes, device=device)
+                         max_output_nodes=cfg.max_output_nodes, device=device)
             _log(out / "metrics.jsonl", {"step": step, "split": "dev", **m})
             if _better(cfg.best_metric, m[cfg.best_metric], best):
                 best, best_step = m[cfg.best_metric], step
@@ -378,7 +371,7 @@ def train(cfg:TrainConfig, # the run's settings
         if world > 1: dist.barrier()
 
     model.train()
-    bar = tqdm(total=cfg.steps, initial=step, desc=f"{cfg.task} {'/'.join(cfg.encodings)}", disable=rank != 0 or (
+    bar = tqdm(total=cfg.steps, initial=step, desc=f"{cfg.task.name} {'/'.join(cfg.model.encodings)}", disable=rank != 0 or (
         not sys.stderr.isatty() if progress is None else not progress), dynamic_ncols=True)
     epoch, order = None, None
     try:
@@ -424,9 +417,6 @@ def train(cfg:TrainConfig, # the run's settings
     if world > 1: dist.barrier(); dist.destroy_process_group()
     return summary
 
-def _plain(d):
-    "A config dict with tuples as lists (YAML- and checkpoint-friendly)."
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 # %% ../nbs/09_train.ipynb #6835eade
 def plot_run(run:str|Path, # a run folder
@@ -434,6 +424,7 @@ def plot_run(run:str|Path, # a run folder
              label:str|None=None, # legend label (default: the folder's name)
             ):
     "Training loss and dev metrics of a run against the step."
+    import matplotlib.pyplot as plt
     steps, evals = read_metrics(run)
     if ax is None: _, ax = plt.subplots(1, 2, figsize=(9, 3))
     label = label or Path(run).name
@@ -449,67 +440,100 @@ def plot_run(run:str|Path, # a run folder
 
 # %% ../nbs/09_train.ipynb #2aad400c
 def _parse_value(text:str):
-    "A command-line value as YAML reads it (numbers, booleans, null, lists)."
+    "A command-line value as YAML reads it (numbers, booleans, null, lists, mappings)."
     return yaml.safe_load(text)
 
 def _optional(t):
     "A parser of `t` values that reads `none` as None."
-    return lambda s: None if s.lower() in ("none", "null") else t(s)
+    def parse(s:str): return None if s.lower() in ("none", "null") else t(s)
+    parse.__name__ = t.__name__
+    return parse
+
+def _boolean(s:str) -> bool|None:
+    v = _parse_value(s)
+    if v is None or isinstance(v, bool): return v
+    raise ValueError(f"expected true, false or none, got {s!r}")
 
 _OPTION_KINDS = {"bool": dict(action=argparse.BooleanOptionalAction), "int": dict(type=int), "float": dict(type=float),
-                 "str": dict(type=str), "int|None": dict(type=_optional(int)), "str|None": dict(type=_optional(str)),
+                 "str": dict(type=str), "int|None": dict(type=_optional(int)), "float|None": dict(type=_optional(float)),
+                 "str|None": dict(type=str), "bool|None": dict(type=_boolean, metavar="{true,false,none}"),
                  "tuple": dict(nargs=3, type=int, metavar=("TRAIN", "DEV", "TEST")),
-                 "dict|None": dict(action="append", metavar="KEY=VALUE", type=str)}
+                 "dict": dict(action="append", metavar="KEY=VALUE", type=str)}
 
-_CHOICES = {"task": list(TASKS), "pe": list(ENCODINGS), "src_pe": [None, *ENCODINGS], "tgt_pe": [None, *ENCODINGS],
-            "order": ["dfs", "bfs"], "best_metric": list(_BEST)}
+def _choices() -> dict:
+    "The allowed values of the options that have a fixed set (read when the parser is made: registered encodings count)."
+    from treepe_nb.model import ACTIVATIONS
+    return {"name": list(TASKS), "pe": list(ENCODINGS), "src_pe": list(ENCODINGS), "tgt_pe": list(ENCODINGS),
+            "order": ["dfs", "bfs"], "preset": list(PRESETS), "best_metric": list(_BEST), "activation": list(ACTIVATIONS)}
+
+_FLAGS = {("task", "name"): "--task", ("task", "options"): "--task-option"}   # flags that are not the field's name
+
+def _sections() -> list[tuple[str|None, type, object]]:
+    "(section, dataclass, its defaults) of every group of options: the task, the model, then the run."
+    base = TrainConfig()
+    return [("task", TaskConfig, base.task), ("model", ModelConfig, base.model), (None, TrainConfig, base)]
 
 def _train_parser(defaults:bool=True) -> argparse.ArgumentParser:
-    "The parser of `treepe-train`; with `defaults=False` an option not given is absent from the result."
+    "The parser of `treepe-train`, generated from the dataclasses; with `defaults=False` options not given are absent."
     p = argparse.ArgumentParser(prog="treepe-train", description="Train a transformer with one positional encoding "
-        "on one task; records, checkpoints and curves go to --out.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--config", help="a YAML or JSON file of options (the command line overrides it)")
+                                "on one task; records, checkpoints and curves go to --out.")
+    p.add_argument("--config", help="a YAML or JSON file of options, with task: and model: sections (the command "
+                   "line overrides it)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    docs, base = docments(TrainConfig), TrainConfig()
-    for f in fields(TrainConfig):
-        typ = str(f.type).replace(" ", "")
-        if typ not in _OPTION_KINDS:
-            raise TypeError(f"TrainConfig.{f.name}: no command-line form for type {f.type}")
-        kind, help = dict(_OPTION_KINDS[typ]), docs.get(f.name) or f.name
-        if f.name == "task_options": help += f"; repeat for several (default: {base.task_options})"
-        if f.name in _CHOICES: kind["choices"] = _CHOICES[f.name]
-        default = argparse.SUPPRESS if not defaults or f.name == "task_options" else getattr(base, f.name)
-        flag = "--task-option" if f.name == "task_options" else "--" + f.name.replace("_", "-")
-        p.add_argument(flag, dest=f.name, help=help, default=default, **kind)
+    choices = _choices()
+    for section, cls, base in _sections():
+        group = p.add_argument_group(f"{section} ({cls.__name__})" if section else "optimisation and run")
+        docs = docments(cls)
+        for f in fields(cls):
+            if section is None and f.name in ("task", "model"): continue
+            typ = str(f.type).replace(" ", "")
+            if typ not in _OPTION_KINDS: raise TypeError(f"{cls.__name__}.{f.name}: no command-line form for {f.type}")
+            kind, help = dict(_OPTION_KINDS[typ]), docs.get(f.name) or f.name
+            if f.name in choices: kind["choices"] = choices[f.name]
+            value = getattr(base, f.name)
+            if f.name == "options": help += "; repeat for several, or give a YAML mapping such as '{depth_mean: 7}'"
+            elif value is not None and not isinstance(value, bool): help += f" (default: {value})"
+            flag = _FLAGS.get((section, f.name), "--" + f.name.replace("_", "-"))
+            dest = f"{section}.{f.name}" if section else f.name
+            group.add_argument(flag, dest=dest, help=help, default=argparse.SUPPRESS, **kind)
     return p
+
+def _read_config(p:argparse.ArgumentParser, path:str) -> dict:
+    "A config file's mapping, or a parser error that names the file."
+    path = Path(path)
+    if not path.is_file(): p.error(f"--config {path}: no such file")
+    try: values = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e: p.error(f"--config {path}: not valid YAML/JSON ({e})")
+    if not isinstance(values, dict): p.error(f"--config {path}: expected a mapping of options, got {type(values).__name__}")
+    return values
+
+def _task_options(p:argparse.ArgumentParser, items:list[str]) -> dict:
+    "`--task-option` values (KEY=VALUE, or a YAML mapping) as one mapping."
+    opts = {}
+    for item in items:
+        value = _parse_value(item) if item.lstrip().startswith("{") else None
+        if isinstance(value, dict): opts.update(value); continue
+        if "=" not in item: p.error(f"--task-option {item!r}: expected KEY=VALUE or a mapping such as '{{depth_mean: 7}}'")
+        key, text = item.split("=", 1); opts[key.strip()] = _parse_value(text)
+    return opts
 
 def config_from_args(argv:Sequence[str]|None=None # command-line arguments (default: `sys.argv[1:]`)
                     ) -> tuple[TrainConfig, argparse.Namespace]:
     "A `TrainConfig` from defaults, then a `--config` file, then the options given on the command line."
     p = _train_parser()
     args = p.parse_args(argv)
-    given = vars(_train_parser(defaults=False).parse_args(argv))          # only the options actually given
-    values = {}
-    if args.config:
-        path = Path(args.config)
-        if not path.exists(): p.error(f"--config {path}: no such file")
-        try: values = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as e: p.error(f"--config {path}: not valid YAML/JSON ({e})")
-        if not isinstance(values, dict):
-            p.error(f"--config {path}: expected a mapping of options, got {type(values).__name__}")
-        unknown = set(values) - {f.name for f in fields(TrainConfig)}
-        if unknown: p.error(f"--config {path}: unknown options {', '.join(sorted(unknown))}")
-    for name, v in given.items():
-        if name in ("config", "resume", "no_progress"): continue
-        if name == "task_options":
-            opts = dict(values.get("task_options") or {})                      # a file's options, then these
-            for item in v:
-                if "=" not in item: p.error(f"--task-option {item!r}: expected KEY=VALUE")
-                key, text = item.split("=", 1); opts[key] = _parse_value(text)
-            v = opts
-        values[name] = v
-    try: return TrainConfig(**values), args
+    try:
+        values = _nested(_read_config(p, args.config)) if args.config else {"task": {}}
+        for dest, v in vars(args).items():
+            if dest in ("config", "resume", "no_progress"): continue
+            section, _, name = dest.rpartition(".")
+            if section:
+                target = values.setdefault(section, {})
+                if name == "options": v = {**target.get("options", {}), **_task_options(p, v)}
+                target[name] = v
+            else: values[name] = v
+        return TrainConfig(**values), args
     except (ValueError, TypeError) as e: p.error(str(e))
 
 # %% ../nbs/09_train.ipynb #093d0019
@@ -543,14 +567,14 @@ def eval_cli(argv:Sequence[str]|None=None):
     if not (run / "config.yaml").exists(): p.error(f"{run} is not a run folder (no config.yaml)")
     try:
         ck = load_checkpoint(run / f"{args.checkpoint}.pt")
-        cfg = TrainConfig(**ck["config"])
+        cfg = TrainConfig.from_dict(ck["config"])
         task, model = build(cfg)
     except (ValueError, FileNotFoundError) as e: _fail("treepe-eval", e)
     model.load_state_dict(ck["model"])
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           ("cpu" if args.device == "auto" else args.device))
     m = evaluate(model.to(device), task, args.split, args.batch_size, args.eval_examples or None, args.beam,
-                 cfg.max_nodes, device, progress=sys.stderr.isatty())
+                 cfg.max_output_nodes, device, progress=sys.stderr.isatty())
     result = {"run": str(run), "split": args.split, "checkpoint": args.checkpoint, "step": ck["step"], **m}
     (run / f"eval_{args.split}.json").write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
