@@ -19,6 +19,8 @@ from .tracking import TreeTracker
 from .sequence import apply_rotary
 from .tasks import random_binary_trees, tree_depths
 from .train import TrainConfig, build, batch_loss
+from .model import ModelConfig
+from .tasks import TaskConfig
 
 # %% auto #0
 __all__ = ['QUICK', 'TREE_COPY_ENCODINGS', 'BENCHMARKS', 'machine_info', 'check_device', 'time_it', 'time_alternated',
@@ -443,8 +445,9 @@ TREE_COPY_ENCODINGS = ("none", "sinusoidal", "learned", "relative", "rotary", "a
 
 def _paper_model(pe:str, batch:int, d_model:int, heads:int, layers:int, device, seed:int=0):
     "tree-copy at the APE paper's size (depths N(7, 1)) and a model of the paper's shape, with one batch on `device`."
-    cfg = TrainConfig(task="tree-copy", pe=pe, order="dfs", sizes=(batch, 1, 1), task_options={}, seed=seed,
-                      d_model=d_model, num_heads=heads, enc_layers=layers, dec_layers=layers, batch_size=batch)
+    cfg = TrainConfig(TaskConfig("tree-copy", order="dfs", sizes=(batch, 1, 1), preset="paper", seed=seed),
+                      ModelConfig(pe=pe, d_model=d_model, num_heads=heads, enc_layers=layers, dec_layers=layers),
+                      batch_size=batch)
     task, model = build(cfg)
     return task, model.to(device), task.collate(list(task.train)).to(device)
 
@@ -494,7 +497,7 @@ def bench_generation(encodings:Sequence[str]=TREE_COPY_ENCODINGS, batch:int=8, m
             for beam in beams:
                 outs = []
                 def run(): 
-                    with torch.no_grad(): outs[:] = model.generate(b.src_ids, b.src_pos, vocab, "dfs", beam=beam, max_nodes=max_nodes)
+                    with torch.no_grad(): outs[:] = model.generate(b.src_ids, b.src_pos, vocab, "dfs", beam=beam, max_output_nodes=max_nodes)
                 t = time_it(run, repeat, device=dev)
                 tokens = sum(len(o) for o in outs)
                 rows.append(dict(series="encoding", x=pe, encoding=pe, beam=beam or 1, tokens=tokens, seconds=t["best"],

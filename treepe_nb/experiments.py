@@ -7,86 +7,75 @@ from __future__ import annotations
 import argparse, json, math, os, sys, time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict
+from dataclasses import fields
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Sequence
 import numpy as np
+import yaml
 import torch
 from tqdm.auto import tqdm
 from .trees import Tree
-from .train import TrainConfig, build, train, evaluate, decode_split, load_checkpoint, read_metrics, _chunks
+from .train import TrainConfig, build, train, evaluate, decode_split, load_checkpoint, read_metrics
+from .model import ModelConfig
+from .tasks import TaskConfig
 from .model import exact_match
 
 # %% auto #0
-__all__ = ['TREE_ENCODINGS', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'grid_configs', 'tree_f1',
-           'test_metrics', 'run_cell', 'add_analysis', 'run_grid', 'load_results', 'experiments_cli', 'summarise',
-           'spearman', 'encoder_attention', 'yaml_analysis']
+__all__ = ['TREE_ENCODINGS', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings',
+           'grid_configs', 'tree_f1', 'test_metrics', 'run_cell', 'add_analysis', 'results_dir', 'run_grid',
+           'load_results', 'experiments_cli', 'summarise', 'spearman', 'encoder_attention', 'yaml_analysis']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
-GRIDS = {  # grid name: (tasks, target orders, encodings of both sides (or (source, target) pairs), extra config)
+GRIDS = {  # grid name: (tasks, target orders, encodings of both sides (or (source, target) pairs), settings of every cell)
     "table2b": (("tree-copy", "tree-rotate", "tree-c3", "tree-ops"), ("bfs", "dfs"), TREE_ENCODINGS, {}),
     "table2a": (("seq-copy", "seq-reverse", "seq-repeat"), ("dfs",), ("sinusoidal", "rotary", "ape-seq"), {}),
     "docstring2ast": (("py-docstring2ast",), ("bfs", "dfs"),
                       (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree")),
-                      {"sizes": (4000, 200, 200), "task_options": {"max_nodes": 64}}),
+                      {"task.sizes": (4000, 200, 200), "task.options": {"max_example_nodes": 64}}),
     "yaml-keys": (("yaml-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "ape-tree"), {}),
 }
 
+def nest_settings(settings:dict # `section.field` or bare field names: a `TrainConfig` field, else a model or task field
+                 ) -> dict: # `TrainConfig.from_dict`'s nested form
+    "Settings for every cell (`steps=200`, `d_model=512`, `model.decay=0.98`, `task.preset=paper`) as `task:`/`model:` sections."
+    sections = {"task": {f.name for f in fields(TaskConfig)}, "model": {f.name for f in fields(ModelConfig)}}
+    top = {f.name for f in fields(TrainConfig)} - set(sections)
+    out = {"task": {}, "model": {}}
+    for key, v in settings.items():
+        section, _, name = key.rpartition(".")
+        if not section: section = next((s for s in ("model", "task") if name in sections[s] and name not in top), "")
+        if (section and name not in sections.get(section, ())) or (not section and name not in top):
+            raise ValueError(f"no setting {key!r}: a TrainConfig field, or a model./task. field such as model.decay")
+        (out[section] if section else out)[name] = v
+    return out
 
-def grid_configs(
-    name: str,  # a key of `GRIDS`
-    seeds: Sequence[int] = (0,),  # one cell per seed
-    work: str | Path = "runs/experiments",  # where the runs' checkpoints go (not stored in the repository)
-    **overrides,  # any `TrainConfig` field for every cell, e.g. steps=200, d_model=512
-) -> dict[str, TrainConfig]:  # cell name: its config
-    "The cells of a grid as `TrainConfig`s, named `task-order-encoding-sSEED`."
-    if name not in GRIDS:
-        raise ValueError(f"unknown grid {name!r}; grids: {', '.join(GRIDS)}")
+def grid_configs(name:str, # a key of `GRIDS`
+                 seeds:Sequence[int]=(0,), # one cell per seed
+                 work:str|Path="runs/experiments", # where the runs' checkpoints go (not stored in the repository)
+                 **settings, # for every cell, as `nest_settings` reads them, e.g. steps=200, d_model=512, model__decay=0.98
+                ) -> dict[str, TrainConfig]: # cell name: its config
+    "The cells of a grid as `TrainConfig`s, named `task[-target]-order-encoding-sSEED`."
+    if name not in GRIDS: raise ValueError(f"unknown grid {name!r}; grids: {', '.join(GRIDS)}")
     tasks, orders, pes, extra = GRIDS[name]
+    common = nest_settings({**extra, **{k.replace("__", "."): v for k, v in settings.items()}})
     cells = {}
     for task in tasks:
-        variants = (
-            [
-                extra | {"task_options": {**extra.get("task_options", {}), "target": t}}
-                for t in ("bigram", "trigram")
-            ]
-            if task == "yaml-keys"
-            else [extra]
-        )
+        targets = ("bigram", "trigram") if task == "yaml-keys" else (None,)
         for order in orders:
             for pe in pes:
                 src, tgt = (pe, pe) if isinstance(pe, str) else pe
-                for v in variants:
+                for target in targets:
                     for seed in seeds:
-                        label = "-".join(
-                            [
-                                task,
-                                *(
-                                    [v["task_options"]["target"]]
-                                    if "target" in v.get("task_options", {})
-                                    else []
-                                ),
-                                order,
-                                src if src == tgt else f"{src}+{tgt}",
-                                f"s{seed}",
-                            ]
-                        )
-                        cfg = (
-                            dict(
-                                task=task,
-                                pe=tgt,
-                                src_pe=src if src != tgt else None,
-                                order=order,
-                                seed=seed,
-                                out=str(Path(work) / name / label),
-                                eval_every=500,
-                            )
-                            | v
-                            | overrides
-                        )
-                        cells[label] = TrainConfig(**cfg)
+                        label = "-".join([task, *([target] if target else []), order,
+                                          src if src == tgt else f"{src}+{tgt}", f"s{seed}"])
+                        options = {**common["task"].get("options", {}), **({"target": target} if target else {})}
+                        cfg = {"eval_every": 500, **{k: v for k, v in common.items() if k not in ("task", "model")},
+                               "out": str(Path(work) / name / label),
+                               "task": {**common["task"], "name": task, "order": order, "seed": seed, "options": options},
+                               "model": {**common["model"], "pe": tgt, "src_pe": src if src != tgt else None}}
+                        cells[label] = TrainConfig.from_dict(cfg)
     return cells
 
 # %% ../nbs/10_experiments.ipynb #604404f0
@@ -116,20 +105,19 @@ def tree_f1(
 
 # %% ../nbs/10_experiments.ipynb #23aeda6b
 @torch.no_grad()
-def test_metrics(model, task, split: str = "test", batch_size: int = 64, max_nodes: int = 256) -> dict:
+def test_metrics(model, task, split: str = "test", batch_size: int = 64, max_output_nodes: int = 256) -> dict:
     "Teacher-forced perplexity and token accuracy, and exact match (and mean `tree_f1` for trees) of greedy decoding."
     if task.target == "labels": return evaluate(model, task, split, batch_size)
     m = evaluate(model, task, split, batch_size, decode=False)
-    out, refs = decode_split(model, task, task.splits[split], batch_size, max_nodes=max_nodes)
+    out, refs = decode_split(model, task, task.splits[split], batch_size, max_output_nodes=max_output_nodes)
     m.update(exact_match=float(exact_match(out, refs).float().mean()), decoded=len(refs))
     if task.target == "tree": m["tree_f1"] = sum(map(tree_f1, out, refs)) / len(refs)
     return m
 
 
-def run_cell(
-    cfg: TrainConfig,  # the cell
-    result: str | Path,  # the JSON file to write
-) -> dict:  # what was written
+def run_cell(cfg:TrainConfig, # the cell
+             result:str|Path, # the JSON file to write
+            ) -> dict: # what was written
     "Train one cell, score its dev-best checkpoint on the test split, and store a small JSON record of the run."
     t0 = time.perf_counter()
     train(cfg, progress=False)
@@ -137,152 +125,110 @@ def run_cell(
     task, model = build(cfg)
     ck = load_checkpoint(Path(cfg.out) / "best.pt")
     model.load_state_dict(ck["model"])
-    test = test_metrics(model, task, max_nodes=cfg.max_nodes)
+    test = test_metrics(model, task, max_output_nodes=cfg.max_output_nodes)
     trains, evals = read_metrics(cfg.out)
-    analysis = yaml_analysis(model, task) if cfg.task == "yaml-keys" else None
-    record = {
-        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()},
-        "test": test,
-        "best_step": ck["step"],
-        "dev": evals,
-        "seconds": seconds,
-        "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
-        **({"analysis": analysis} if analysis else {}),
-        "machine": {
-            "threads": torch.get_num_threads(),
-            "torch": torch.__version__,
-            "cpus": os.cpu_count(),
-            "device": cfg.device,
-        },
-    }
+    analysis = yaml_analysis(model, task) if cfg.task.name == "yaml-keys" else None
+    record = {"config": cfg.to_dict(), "test": test, "best_step": ck["step"], "dev": evals, "seconds": seconds,
+              "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
+              **({"analysis": analysis} if analysis else {}),
+              "machine": {"threads": torch.get_num_threads(), "torch": torch.__version__, "cpus": os.cpu_count(),
+                          "device": cfg.device}}
     result = Path(result)
     result.parent.mkdir(parents=True, exist_ok=True)
     result.with_suffix(".tmp").write_text(json.dumps(record, indent=1))
     result.with_suffix(".tmp").replace(result)
     return record
 
-
-def add_analysis(
-    result: str | Path,  # a stored `yaml-keys` record whose run folder still has its best.pt
-) -> dict:  # the analysis added to the record
+def add_analysis(result:str|Path, # a stored `yaml-keys` record whose run folder still has its best.pt
+                ) -> dict: # the analysis added to the record
     "Compute `yaml_analysis` for a stored record from its run's checkpoint (for records made before it existed)."
     result = Path(result)
     record = json.loads(result.read_text())
-    cfg = TrainConfig(**record["config"])
+    cfg = TrainConfig.from_dict(record["config"])
     task, model = build(cfg)
     model.load_state_dict(load_checkpoint(Path(cfg.out) / "best.pt")["model"])
     record["analysis"] = yaml_analysis(model, task)
     result.write_text(json.dumps(record, indent=1))
     return record["analysis"]
 
-
 def _run_one(cfg, result, threads):
     torch.set_num_threads(threads)
     return run_cell(cfg, result)
 
+def results_dir() -> Path:
+    "Where grid records are stored: the repository's `nbs/results/experiments` (next to the package), else `./results/experiments`."
+    import treepe_nb
+    repo = Path(treepe_nb.__file__).resolve().parent.parent / "nbs"
+    return repo / "results" / "experiments" if repo.is_dir() else Path("results") / "experiments"
 
-def run_grid(
-    names: Sequence[str],  # grids to run, keys of `GRIDS`
-    results: str | Path = "results/experiments",  # stored records: results/GRID/CELL.json
-    work: str | Path = "runs/experiments",  # checkpoints (large; not stored)
-    jobs: int = 2,  # cells run at once, each in its own process
-    threads: int = 1,  # torch threads per process
-    seeds: Sequence[int] = (0,),
-    progress: bool = True,
-    **overrides,  # `TrainConfig` fields for every cell
-) -> list[Path]:  # the records written now
+def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
+             results:str|Path|None=None, # stored records: RESULTS/GRID/CELL.json (default `results_dir()`)
+             work:str|Path="runs/experiments", # checkpoints (large; not stored)
+             jobs:int=2, # cells run at once, each in its own process
+             threads:int=1, # torch threads per process
+             seeds:Sequence[int]=(0,), # one cell per seed
+             progress:bool=True, # a progress bar over the cells
+             **settings, # for every cell (see `grid_configs`)
+            ) -> list[Path]: # the records written now
     "Run every cell of the grids that has no stored record yet, `jobs` at a time."
-    todo = [
-        (cfg, Path(results) / name / f"{label}.json")
-        for name in names
-        for label, cfg in grid_configs(name, seeds, work, threads=threads, **overrides).items()
-    ]
+    results = Path(results) if results is not None else results_dir()
+    todo = [(cfg, results / name / f"{label}.json") for name in names
+            for label, cfg in grid_configs(name, seeds, work, threads=threads, **settings).items()]
     todo = [(c, r) for c, r in todo if not r.exists()]
     done = []
     with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
         futures = {pool.submit(_run_one, c, r, threads): r for c, r in todo}
         for f in tqdm(as_completed(futures), total=len(futures), desc="cells", disable=not progress):
-            f.result()
-            done.append(futures[f])
+            f.result(); done.append(futures[f])
     return done
 
 # %% ../nbs/10_experiments.ipynb #f61c29af
-def load_results(
-    results: str | Path = "results/experiments",  # the folder `run_grid` writes
-    grid: str | None = None,  # one grid, or all
-) -> list[dict]:  # one flat row per stored cell
+def load_results(results:str|Path|None=None, # the folder `run_grid` writes (default `results_dir()`)
+                 grid:str|None=None, # one grid, or all
+                ) -> list[dict]: # one flat row per stored cell
     "The stored records as rows: grid, cell, task, order, src_pe, tgt_pe, seed, test metrics, seconds, best step."
     rows = []
-    for f in sorted(Path(results).glob(f"{grid or '*'}/*.json")):
+    for f in sorted(Path(results if results is not None else results_dir()).glob(f"{grid or '*'}/*.json")):
         r = json.loads(f.read_text())
-        c = r["config"]
-        rows.append(
-            {
-                "grid": f.parent.name,
-                "cell": f.stem,
-                "task": c["task"],
-                "order": c["order"],
-                "src_pe": c["src_pe"] or c["pe"],
-                "tgt_pe": c["tgt_pe"] or c["pe"],
-                "seed": c["seed"],
-                "target": (c.get("task_options") or {}).get("target"),
-                **r["test"],
-                "seconds": r["seconds"],
-                "best_step": r["best_step"],
-                "record": r,
-            }
-        )
+        c = TrainConfig.from_dict(r["config"])                       # records of every version of the config
+        rows.append({"grid": f.parent.name, "cell": f.stem, "task": c.task.name, "order": c.task.order,
+                     "src_pe": c.model.encodings[0], "tgt_pe": c.model.encodings[1], "seed": c.seed,
+                     "target": c.task.options.get("target"), **r["test"], "seconds": r["seconds"],
+                     "best_step": r["best_step"], "record": r})
     return rows
 
-
-def experiments_cli(argv: Sequence[str] | None = None):
+def experiments_cli(argv:Sequence[str]|None=None):
     "`python -m treepe_nb.experiments run GRID ...`: run the grids' missing cells and store their records."
-    p = argparse.ArgumentParser(
-        prog="treepe-experiments",
-        description="Run the comparison grids of chapter 10.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument(
-        "command",
-        choices=["run", "list", "analyse"],
-        help="run the missing cells, list the cells, or add the YAML analysis to stored yaml-keys records",
-    )
+    p = argparse.ArgumentParser(prog="treepe-experiments", description="Run the comparison grids of chapter 10.")
+    p.add_argument("command", choices=["run", "list", "analyse"],
+                   help="run the missing cells, list the cells, or add the YAML analysis to stored yaml-keys records")
     p.add_argument("grids", nargs="+", choices=list(GRIDS), help="grids to run")
-    p.add_argument("--results", default="nbs/results/experiments", help="where records are stored")
-    p.add_argument("--work", default="runs/experiments", help="where checkpoints go")
-    p.add_argument("--jobs", type=int, default=2, help="cells run at once")
-    p.add_argument("--threads", type=int, default=1, help="torch threads per cell")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one cell per seed")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a TrainConfig field for every cell (YAML value), e.g. --set steps=50000 --set d_model=512",
-    )
+    p.add_argument("--results", default=None, help=f"where records are stored (default: {results_dir()})")
+    p.add_argument("--work", default="runs/experiments", help="where checkpoints go (default: runs/experiments)")
+    p.add_argument("--jobs", type=int, default=2, help="cells run at once (default: 2)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per cell (default: 1)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one cell per seed (default: 0)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting of every cell (YAML value): a TrainConfig field or a model./task. field, "
+                        "e.g. --set steps=50000 --set d_model=512 --set model.decay=0.98 --set task.preset=paper")
     args = p.parse_args(argv)
-    import yaml
-
-    overrides = {}
+    settings = {}
     for kv in args.set:
-        if "=" not in kv:
-            p.error(f"--set needs KEY=VALUE, got {kv!r}")
-        k, v = kv.split("=", 1)
-        overrides[k] = yaml.safe_load(v)
+        if "=" not in kv: p.error(f"--set needs KEY=VALUE, got {kv!r}")
+        k, v = kv.split("=", 1); settings[k.strip()] = yaml.safe_load(v)
+    try: cells = {g: grid_configs(g, args.seeds, args.work, **settings) for g in args.grids}
+    except (ValueError, TypeError) as e: p.error(str(e))
     if args.command == "list":
-        for g in args.grids:
-            for label in grid_configs(g, args.seeds, args.work, **overrides):
-                print(f"{g}/{label}")
+        for g, cs in cells.items():
+            for label in cs: print(f"{g}/{label}")
         return
+    results = Path(args.results) if args.results else results_dir()
     if args.command == "analyse":
         for g in args.grids:
-            for f in sorted(Path(args.results, g).glob("yaml-keys-*.json")):
-                if "analysis" not in json.loads(f.read_text()):
-                    add_analysis(f)
-                    print(f"analysed {f}")
+            for f in sorted((results / g).glob("yaml-keys-*.json")):
+                if "analysis" not in json.loads(f.read_text()): add_analysis(f); print(f"analysed {f}")
         return
-    run_grid(args.grids, args.results, args.work, args.jobs, args.threads, args.seeds, **overrides)
-
+    run_grid(args.grids, results, args.work, args.jobs, args.threads, args.seeds, **settings)
 
 if __name__ == "__main__" and "ipykernel" not in sys.modules and "execnb" not in sys.modules:
     experiments_cli()
@@ -348,20 +294,13 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
 
 # %% ../nbs/10_experiments.ipynb #30f54861
 @torch.no_grad()
-def encoder_attention(
-    model,  # a `Transformer`
-    src_ids: torch.Tensor,  # `[B, S]`
-    src_pos,  # the source positions
-    src_kinds: torch.Tensor | None = None,  # node kinds (additive encoding)
-) -> list[torch.Tensor]:  # per encoder layer, weights `[B, H, S, S]`
-    "The attention weights of every encoder layer (the model's own forward, with the weights kept)."
-    mask = src_ids != model.cfg.pad_id
-    x, prep = model.src_pe(model.src_embed(src_ids) * math.sqrt(model.cfg.d_model), src_pos, mask, src_kinds)
-    weights = []
-    for layer in model.encoder:
-        weights.append(layer.attn(layer.norm1(x), prep, mask, need_weights=True)[1])
-        x = layer(x, prep, mask)
-    return weights
+def encoder_attention(model, # a `Transformer`
+                      src_ids:torch.Tensor, # `[B, S]`
+                      src_pos, # the source positions
+                      src_kinds:torch.Tensor|None=None, # node kinds (additive encoding)
+                     ) -> list[torch.Tensor]: # per encoder layer, weights `[B, H, S, S]`
+    "The attention weights of every encoder layer (the model's own encoder, asked to keep them)."
+    return model.encode(src_ids, src_pos, src_kinds, need_weights=True)[3]
 
 
 def _parents(depth: torch.Tensor, paths: torch.Tensor) -> list[int]:
@@ -385,7 +324,8 @@ def yaml_analysis(model, task, split: str = "test", batch_size: int = 32) -> dic
     parent_uniform = depth_uniform = 0.0
     right = {"parent": 0, "key": 0, "both": 0}
     count = 0
-    for chunk in _chunks(list(task.splits[split]), batch_size):
+    examples = list(task.splits[split])
+    for chunk in (examples[i:i + batch_size] for i in range(0, len(examples), batch_size)):
         b = task.collate(chunk)
         logits = model(b.src_ids, b.src_pos, src_kinds=b.src_kinds)
         pred = logits.argmax(-1)

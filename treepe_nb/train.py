@@ -88,7 +88,7 @@ class TrainConfig:
 
 _BEST = {"exact_match": 1, "token_accuracy": 1, "perplexity": -1}   # +1: higher is better
 
-# %% ../nbs/09_train.ipynb #e6b6ba6b
+# %% ../nbs/09_train.ipynb #dd37ae81
 _FLAT_TASK = {"task": "name", "order": "order", "sizes": "sizes", "seed": "seed"}
 _FLAT_MODEL = ("d_model", "num_heads", "enc_layers", "dec_layers", "d_ff", "dropout", "pe", "src_pe", "tgt_pe")
 _FLAT_MODEL_SETTINGS = dict(activation="gelu", decay=None, max_distance=16, cross_positions=None,
