@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 from torch.utils.data import DataLoader, DistributedSampler
 
-from treepe_nb.tasks import (Collator, SeqVocab, TASKS, arity_ids, c3_step, make_task, random_binary_trees, rotate,
-                             task_rng, tree_depths, tree_op, tree_ops_source)
+from treepe_nb.tasks import (PRESETS, Collator, SeqVocab, TASKS, TaskConfig, arity_ids, c3_step, make_task,
+                             random_binary_trees, register_task, rotate, task_rng, tree_depths, tree_op, tree_ops_source)
 from treepe_nb.trees import Tree
 
 
@@ -184,18 +184,20 @@ def test_tree_depths_distribution():
 # ---- the specification's numbers (REFERENCE: Kogkalidis et al. 2024, Table 2) ----
 
 def test_sequence_task_spec():
-    task = make_task("seq-copy", sizes=(3000, 1, 1))
+    task = make_task("seq-copy", sizes=(3000, 1, 1), preset="paper")
     assert task.src_vocab.tokens == list(range(1, 21)) and len(task.src_vocab) == 24        # 20 tokens + 4 specials
     lengths = np.array([len(e.src) for e in task.train])
     assert abs(lengths.mean() - 100) < 1 and 8 < lengths.std() < 12
     assert all(e.src.min() >= 1 and e.src.max() <= 20 for e in task.train)
     rev = make_task("seq-reverse", sizes=(5, 1, 1), length_mean=9)
     assert all(np.array_equal(e.tgt, e.src[::-1]) for e in rev.train)
-    assert len(make_task("seq-repeat").train) == 6000                                      # default splits
+    small = make_task("seq-repeat")                                                       # TaskConfig's defaults
+    assert [len(d) for d in small.splits.values()] == [1000, 100, 100] and small.config.preset == "small"
+    assert abs(np.mean([len(e.src) for e in small.train]) - 20) < 1                        # the small preset's words
 
 
 def test_tree_task_depths_and_labels():
-    task = make_task("tree-copy", sizes=(2000, 1, 1))
+    task = make_task("tree-copy", sizes=(2000, 1, 1), preset="paper")
     d = np.array([int(e.src.depth.max()) for e in task.train])
     assert abs(d.mean() - 6.5) < 0.1 and d.min() >= 1                # E[trunc(N(7, 1))] = 6.5 (truncation, not rounding)
     for e in list(task.train)[:50]:
@@ -207,7 +209,7 @@ def test_tree_task_depths_and_labels():
 
 
 def test_tree_ops_tokens_and_pointer():
-    task = make_task("tree-ops", sizes=(300, 1, 1))
+    task = make_task("tree-ops", sizes=(300, 1, 1), preset="paper")
     assert len(task.src_vocab) == 4 + 127                            # labels 1..127 (+ <pad> = the paper's 128) + specials
     ops = set()
     for e in task.train:
@@ -221,7 +223,7 @@ def test_tree_ops_tokens_and_pointer():
 
 
 def test_unknown_setting_names_the_task_settings():
-    with pytest.raises(TypeError, match="tree-copy has no setting 'length_mean'; its settings: depth_mean"):
+    with pytest.raises(ValueError, match="tree-copy has no setting 'length_mean'; its settings: depth_mean"):
         make_task("tree-copy", length_mean=5)
 
 
@@ -257,11 +259,11 @@ FINGERPRINTS = {    # recorded once (numpy 2, x86-64 Linux); a change means the 
 @pytest.mark.parametrize("name", ["seq-copy", "seq-reverse", "seq-repeat", "tree-copy", "tree-rotate", "tree-c3", "tree-ops"])
 def test_data_fingerprint_is_stable(name):
     kw = dict(length_mean=12, length_std=3) if name.startswith("seq-") else dict(depth_mean=5)
-    assert _fingerprint(make_task(name, seed=7, sizes=(20, 5, 5), **kw)) == FINGERPRINTS[name]
+    assert _fingerprint(make_task(name, seed=7, sizes=(20, 5, 5), preset="paper", **kw)) == FINGERPRINTS[name]
 
 
 def test_yaml_keys_fingerprint_is_stable():
-    assert _fingerprint(make_task("yaml-keys")) == FINGERPRINTS["yaml-keys"]
+    assert _fingerprint(make_task("yaml-keys", sizes=(6000, 2000, 2000))) == FINGERPRINTS["yaml-keys"]
 
 
 # ---- the real tasks ----
@@ -273,7 +275,7 @@ def test_py_docstring2ast_split_by_module_and_policies():
     root = Path(sysconfig.get_paths()["stdlib"])
     modules = sorted(p.relative_to(root).as_posix() for p in (root / "json").glob("*.py")) + \
               sorted(p.relative_to(root).as_posix() for p in (root / "email").glob("*.py"))
-    task = make_task("py-docstring2ast", sizes=(60, 20, 20), modules=modules, min_count=2, max_nodes=200)
+    task = make_task("py-docstring2ast", sizes=(60, 20, 20), modules=modules, min_count=2, max_example_nodes=200)
     frac = np.cumsum([60, 20, 20]) / 100
     PLACEHOLDERS = ("<name>", "<str>", "<num>", "<bytes>", "<const>")
     train_counts = Counter(l for e in task.train for l, c in zip(e.tgt.unlcrs().labels, ast_leaf_classes(e.tgt.unlcrs()))
@@ -322,3 +324,72 @@ def test_yaml_keys_masks_and_targets(target):
         order = e.src.order("dfs"); n = len(e.src)
         assert torch.equal(b.src_kinds[i, :n], torch.from_numpy(e.kinds[order]))
         assert torch.equal(b.labels[i, :n], torch.from_numpy(e.tgt_ids[order]))
+
+
+# ---- TaskConfig: the one check of a task's settings, and the two call forms of make_task ----
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(name="tree-copi"), ValueError, "unknown task 'tree-copi'; known tasks: seq-copy"),
+    (dict(order="pre"), ValueError, "order must be 'dfs' or 'bfs'"),
+    (dict(sizes=(1, 2)), ValueError, "sizes must be three positive integers"),
+    (dict(sizes="abc"), TypeError, "sizes must be three positive integers"),
+    (dict(sizes=(1, 2.0, 3)), TypeError, "sizes must be three positive integers"),
+    (dict(sizes=(1, True, 3)), TypeError, "sizes must be three positive integers"),
+    (dict(seed=float("nan")), TypeError, "seed must be an integer"),
+    (dict(seed=-3), ValueError, "seed must be >= 0"),
+    (dict(preset="huge"), ValueError, "preset must be one of small, paper"),
+    (dict(options={"depth_mean": float("inf")}), ValueError, "setting 'depth_mean' of tree-copy must be finite"),
+    (dict(options={"depth_mean": "7"}), TypeError, "setting 'depth_mean' of tree-copy must be a number"),
+    (dict(options={"min_depth": True}), TypeError, "setting 'min_depth' of tree-copy must be an integer"),
+    (dict(name="yaml-keys", options={"max_nodes": 64}), ValueError,
+     "yaml-keys has no setting 'max_nodes'; its settings: corpus, target, mask_prob, min_count, max_example_nodes"),
+    (dict(name="yaml-keys", options={"target": 3}), TypeError, "setting 'target' of yaml-keys must be a string"),
+    (dict(max_depth=2.5), TypeError, "max_depth must be an integer"),
+    (dict(max_depth=-1), ValueError, "max_depth must be >= 0"),
+])
+def test_task_config_errors_name_the_field(kwargs, error, match):
+    with pytest.raises(error, match=match): TaskConfig(**kwargs)
+
+
+def test_task_config_normalises_and_presets():
+    cfg = TaskConfig("seq-copy", sizes=[np.int64(4), 2, 2], seed=np.int64(5), options={"length_std": 1})
+    assert cfg.sizes == (4, 2, 2) and type(cfg.sizes[0]) is int and type(cfg.seed) is int
+    assert cfg.settings == {"length_mean": 20.0, "length_std": 1}
+    assert TaskConfig("tree-ops", preset="paper").settings == {} and TaskConfig("py-docstring2ast").settings == {}
+    assert set(PRESETS) == {"small", "paper"}
+
+
+def test_make_task_call_forms_agree():
+    old = make_task("tree-c3", 4, (6, 2, 2), "bfs", 9, depth_mean=3.0)
+    new = make_task(TaskConfig("tree-c3", "bfs", (6, 2, 2), 4, options={"depth_mean": 3.0}, max_depth=9))
+    assert old.config == new.config and _fingerprint(old) == _fingerprint(new) and old.max_depth == 9
+    assert make_task("tree-c3", sizes=(6, 2, 2), options={"depth_mean": 3.0}).config.options == {"depth_mean": 3.0}
+    with pytest.raises(TypeError, match="at most 4 positional"): make_task("tree-c3", 0, (1, 1, 1), "dfs", None, 1)
+    with pytest.raises(TypeError, match="two values for 'order'"): make_task("tree-c3", 0, (1, 1, 1), "dfs", order="bfs")
+    with pytest.raises(TypeError, match="TaskConfig or a task name"): make_task(3)
+
+
+def test_a_config_changed_after_construction_is_checked_again():
+    cfg = TaskConfig("tree-copy", sizes=(3, 1, 1))
+    cfg.order = "inorder"
+    with pytest.raises(ValueError, match="order must be"): make_task(cfg)
+
+
+def test_register_task_user_builder_with_kwargs():
+    def build(seed, sizes, order, **settings):
+        words = [np.full(3, seed + k, dtype=np.int64) + 1 for k in range(3)]
+        return dict(splits=[[Example(w, w, w + 3, w + 3)] * n for w, n in zip(words, sizes)],
+                    src_vocab=SeqVocab(range(1, 10)), tgt_vocab=SeqVocab(range(1, 10)),
+                    source="sequence", target="sequence", info=dict(settings))
+    from treepe_nb.tasks import Example
+    register_task("toy-anything", build)
+    try:
+        task = make_task("toy-anything", sizes=(2, 1, 1), colour="blue")      # **settings: any setting is accepted
+        assert task.info == {"colour": "blue"} and task.config.family is None and task.n is None
+        with pytest.raises(ValueError, match="registered already"): register_task("toy-anything", build)
+        register_task("toy-anything", lambda seed, sizes, order: {"splits": [[], [], []]}, replace=True)
+        with pytest.raises(ValueError, match="returned no src_vocab, tgt_vocab, source, target"): make_task("toy-anything")
+    finally:
+        TASKS.pop("toy-anything", None)
+    with pytest.raises(TypeError, match="must take \\(seed, sizes, order"): register_task("toy", lambda: None)
+    with pytest.raises(TypeError, match="non-empty string"): register_task("", build)

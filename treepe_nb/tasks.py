@@ -4,9 +4,10 @@
 
 # %% ../nbs/08_tasks.ipynb #6918c244
 from __future__ import annotations
-import ast, hashlib, inspect, re, shutil, subprocess, sys, sysconfig, tarfile, tempfile, zipfile, zlib
+import ast, hashlib, inspect, math, re, shutil, subprocess, sys, sysconfig, tarfile, tempfile, zipfile, zlib
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Sequence
@@ -15,15 +16,16 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset, DataLoader
 from fastcore.basics import patch
-from .trees import NodeKind, Tree, TreePositions, batch_positions, read_yaml, stdlib_sources
+from .trees import Tree, TreePositions, batch_positions, check_order
+from .readers import NodeKind, read_yaml, stdlib_sources
 from .tracking import ArityVocab, child_patterns
 
 # %% auto #0
-__all__ = ['SEQ_TARGETS', 'TREE_OPS', 'OPS_BASE', 'TASKS', 'YAML_SOURCES', 'YAML_SAMPLE', 'task_rng', 'SeqVocab', 'random_words',
-           'tree_depths', 'random_binary_trees', 'rotate', 'c3_step', 'tree_op', 'tree_ops_source', 'Example',
-           'TaskDataset', 'Batch', 'Collator', 'Task', 'make_task', 'arity_ids', 'stats_table', 'docstring_tokens',
-           'docstring_functions', 'ast_leaf_classes', 'yaml_trees', 'fetch_yaml_corpus', 'yaml_corpus',
-           'sample_yaml_corpus']
+__all__ = ['SEQ_TARGETS', 'TREE_OPS', 'OPS_BASE', 'TASKS', 'PRESETS', 'YAML_SOURCES', 'YAML_SAMPLE', 'task_rng', 'SeqVocab',
+           'random_words', 'tree_depths', 'random_binary_trees', 'rotate', 'c3_step', 'tree_op', 'tree_ops_source',
+           'Example', 'TaskDataset', 'Batch', 'Collator', 'register_task', 'task_settings', 'arity_ids', 'TaskConfig',
+           'Task', 'make_task', 'stats_table', 'docstring_tokens', 'docstring_functions', 'ast_leaf_classes',
+           'yaml_trees', 'fetch_yaml_corpus', 'yaml_corpus', 'sample_yaml_corpus']
 
 # %% ../nbs/08_tasks.ipynb #85285329
 def task_rng(seed:int, # the user's seed
@@ -370,11 +372,18 @@ def _index(lengths:Sequence[int], width:int) -> Tensor:
 @dataclass
 class Collator:
     "Turns a list of `Example`s into a `Batch` (a picklable callable: pass it as a `DataLoader`'s `collate_fn`)."
-    source: str                  # "seq" or "tree"
-    target: str                  # "seq", "tree", or "labels" (one label per source token)
+    source: str                  # "sequence" or "tree"
+    target: str                  # "sequence", "tree", or "labels" (one label per source token)
     src_order: str = "bfs"       # linearisation of tree sources: "bfs" or "dfs"
-    tgt_order: str = "bfs"       # linearisation of tree targets
+    tgt_order: str = "dfs"       # linearisation (and generation order) of tree targets
     max_depth: int|None = None   # path width K of tree positions (default: the batch's deepest tree)
+
+    def __post_init__(self):
+        if self.source not in ("sequence", "tree"):
+            raise ValueError(f"source must be 'sequence' or 'tree', got {self.source!r}")
+        if self.target not in ("sequence", "tree", "labels"):
+            raise ValueError(f"target must be 'sequence', 'tree' or 'labels', got {self.target!r}")
+        check_order(self.src_order); check_order(self.tgt_order)
 
     def __call__(self, examples:Sequence[Example]) -> Batch:
         if not len(examples): raise ValueError("collate needs at least one example")
@@ -411,78 +420,36 @@ class Collator:
         "Ids of one side in its linearisation: trees' preorder ids reordered, sequences as they are."
         return ids[obj.order(order)] if kind == "tree" else ids
 
-# %% ../nbs/08_tasks.ipynb #c01c8e2d
-@dataclass(eq=False, repr=False)
-class Task:
-    "Three splits of examples, their vocabularies and the facts a model needs about them."
-    name: str
-    train: TaskDataset
-    dev: TaskDataset
-    test: TaskDataset
-    src_vocab: SeqVocab|ArityVocab
-    tgt_vocab: SeqVocab|ArityVocab
-    source: str                       # "seq" or "tree"
-    target: str                       # "seq", "tree" or "labels"
-    src_order: str                    # linearisation of tree sources
-    tgt_order: str                    # linearisation of tree targets
-    n: int|None                       # branching factor of the trees (None: no trees)
-    max_depth: int|None               # deepest depth allowed, the width K of tree positions
-    info: dict = field(default_factory=dict)   # generator settings, data source, licence, filters
+# %% ../nbs/08_tasks.ipynb #f9158676
+TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, order, **settings) -> dict
 
-    @property
-    def splits(self) -> dict[str, TaskDataset]:
-        return {"train": self.train, "dev": self.dev, "test": self.test}
-    @property
-    def collate(self) -> Collator:
-        "The `Collator` of this task (orders and path width fixed)."
-        return Collator(self.source, self.target, self.src_order, self.tgt_order, self.max_depth)
-    def loader(self, split:str="train", # "train", "dev" or "test"
-               batch_size:int=64, **kwargs) -> DataLoader:
-        "A `DataLoader` over one split with this task's collate (other arguments go to `DataLoader`)."
-        return DataLoader(self.splits[split], batch_size=batch_size, collate_fn=self.collate, **kwargs)
-    def __repr__(self):
-        sizes = "/".join(str(len(d)) for d in self.splits.values())
-        return (f"Task({self.name!r}: {self.source} -> {self.target}, {sizes} examples, vocab {len(self.src_vocab)} -> "
-                f"{len(self.tgt_vocab)}, n={self.n}, max_depth={self.max_depth})")
+def _builder_settings(builder:Callable) -> tuple[dict, bool]:
+    "A builder's settings (keyword parameters after seed, sizes, order) with their defaults; and whether it takes **kwargs."
+    params = list(inspect.signature(builder).parameters.values())[3:]
+    return ({p.name: p.default for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)},
+            any(p.kind == p.VAR_KEYWORD for p in params))
 
-# %% ../nbs/08_tasks.ipynb #f599e1cf
-TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, order, **kwargs) -> dict
+def register_task(name:str, # the task's name; a `seq-` or `tree-` prefix gives it the presets' sequence or tree settings
+                  builder:Callable, # `builder(seed, sizes, order, **settings) -> dict` (see the text above)
+                  replace:bool=False, # allow replacing a task registered under that name
+                 ) -> Callable: # the builder
+    "Add a task to `TASKS`, so that `TaskConfig` and `make_task` know it (the built-in tasks are registered so too)."
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"a task's name must be a non-empty string, got {name!r}")
+    if not callable(builder): raise TypeError(f"the builder of {name!r} must be callable, got {builder!r}")
+    try: inspect.signature(builder).bind(0, (1, 1, 1), "dfs")
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"the builder of {name!r} must take (seed, sizes, order, **settings): {e}") from None
+    if name in TASKS and not replace:
+        raise ValueError(f"a task {name!r} is registered already; pass replace=True to replace it")
+    TASKS[name] = builder
+    return builder
 
-def _tree_depth(x) -> int: return int(x.depth.max()) if isinstance(x, Tree) else -1
-
-def make_task(name:str, # one of `TASKS`: seq-copy/reverse/repeat, tree-copy/rotate/c3/ops, py-docstring2ast, yaml-keys
-              seed:int=0, # every random draw derives from it (`task_rng`)
-              sizes:Sequence[int]=(6000, 2000, 2000), # train, dev, test (real tasks: at most these, in these proportions)
-              order:str="bfs", # tree targets' order, "bfs" or "dfs" (synthetic tree sources: always bfs)
-              max_depth:int|None=None, # deepest tree depth allowed (default: the deepest tree of the data)
-              **task_kwargs, # task settings, e.g. depth_mean, length_mean, modules, corpus
-             ) -> Task:
-    "Build a task's splits and vocabularies, deterministically from `seed`."
+def task_settings(name:str # a registered task
+                 ) -> dict: # setting -> its default
+    "The settings of a task (its builder's keyword parameters) and their defaults."
     if name not in TASKS: raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}")
-    settings = [p for p in inspect.signature(TASKS[name]).parameters if p not in ("seed", "sizes", "order")]
-    unknown = sorted(set(task_kwargs) - set(settings))
-    if unknown: raise TypeError(f"{name} has no setting {unknown[0]!r}; its settings: {', '.join(settings)}")
-    sizes = tuple(sizes)
-    if len(sizes) != 3 or any(not isinstance(s, (int, np.integer)) or s < 1 for s in sizes):
-        raise ValueError(f"sizes must be three positive integers (train, dev, test), got {sizes}")
-    if order not in ("bfs", "dfs"): raise ValueError(f"order must be 'bfs' or 'dfs', got {order!r}")
-    if max_depth is not None and max_depth < 0: raise ValueError(f"max_depth must be >= 0, got {max_depth}")
-    built = TASKS[name](seed, sizes, order, **task_kwargs)
-    splits = dict(zip(("train", "dev", "test"), built.pop("splits")))
-    deepest = -1
-    for split, examples in splits.items():
-        for i, e in enumerate(examples):
-            for side in ("src", "tgt"):
-                d = _tree_depth(getattr(e, side))
-                if max_depth is not None and d > max_depth:
-                    raise ValueError(f"{name}: {split} example {i} has a {side} tree of depth {d} > max_depth={max_depth}; "
-                                     f"raise max_depth (or draw shallower trees)")
-                deepest = max(deepest, d)
-    if max_depth is None and deepest >= 0: max_depth = deepest
-    built.setdefault("src_order", "bfs"); built.setdefault("tgt_order", order)
-    built.setdefault("n", 2 if deepest >= 0 else None)
-    return Task(name, *(TaskDataset(examples, f"{name}/{split}") for split, examples in splits.items()),
-                max_depth=max_depth if deepest >= 0 else None, **built)
+    return _builder_settings(TASKS[name])[0]
 
 # %% ../nbs/08_tasks.ipynb #74b0d027
 def _seq_builder(kind):
@@ -493,12 +460,12 @@ def _seq_builder(kind):
             words = random_words(task_rng(seed, f"seq-{kind}", k), size, length_mean, length_std, vocab_size)
             tgts = [SEQ_TARGETS[kind](w) for w in words]
             splits.append([Example(w, y, w + 3, y + 3) for w, y in zip(words, tgts)])   # ids = token + 3 specials
-        return dict(splits=splits, src_vocab=vocab, tgt_vocab=vocab, source="seq", target="seq", n=None,
+        return dict(splits=splits, src_vocab=vocab, tgt_vocab=vocab, source="sequence", target="sequence", n=None,
                     info=dict(length_mean=length_mean, length_std=length_std, vocab_size=vocab_size,
                               source_of_data="generated", licence="generated data, no licence needed"))
     return build
 
-for _kind in SEQ_TARGETS: TASKS[f"seq-{_kind}"] = _seq_builder(_kind)
+for _kind in SEQ_TARGETS: register_task(f"seq-{_kind}", _seq_builder(_kind), replace=True)
 
 _TREE_LABELS = {                          # (leaf labels, operator labels) of the sources
     "copy": (range(1, 11), range(11, 21)), "rotate": (range(1, 11), range(11, 21)),
@@ -567,7 +534,170 @@ def _tree_builder(kind):
                                                source_of_data="generated", licence="generated data, no licence needed"))
     return build
 
-for _kind in _TREE_LABELS: TASKS[f"tree-{_kind}"] = _tree_builder(_kind)
+for _kind in _TREE_LABELS: register_task(f"tree-{_kind}", _tree_builder(_kind), replace=True)
+
+# %% ../nbs/08_tasks.ipynb #9406deb8
+PRESETS = {                      # preset -> task family -> settings over the builders' defaults
+    "small": {"tree": {"depth_mean": 4.0, "depth_std": 0.5}, "sequence": {"length_mean": 20.0, "length_std": 2.0}},
+    "paper": {},                 # the builders' own defaults: the papers' settings
+}
+_FAMILIES = {"seq": "sequence", "tree": "tree"}     # the prefix of a task's name -> its family in `PRESETS`
+
+def _int(value, what:str, low:int=0) -> int:
+    "`value` as an int >= low; a bool, a float or anything else is a TypeError naming `what`."
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, got {value!r}")
+    if value < low: raise ValueError(f"{what} must be >= {low}, got {value}")
+    return int(value)
+
+def _check_setting(task:str, key:str, value, default):
+    "A task setting's value against the type of its default (int, float, bool, str; None: anything)."
+    what = f"setting {key!r} of {task}"
+    if isinstance(default, bool):
+        if not isinstance(value, (bool, np.bool_)): raise TypeError(f"{what} must be True or False, got {value!r}")
+    elif isinstance(default, int): _int(value, what, low=-2**63)
+    elif isinstance(default, float):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{what} must be a number, got {value!r}")
+        if not math.isfinite(value): raise ValueError(f"{what} must be finite, got {value!r}")
+    elif isinstance(default, str) and not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, got {value!r}")
+
+@dataclass
+class TaskConfig:
+    "Which data a run trains on: the task, the order of its trees, split sizes, seed, preset and settings."
+    name: str = "tree-copy"            # one of `TASKS`
+    order: str = "dfs"                 # linearisation and generation order of tree targets ("dfs" or "bfs")
+    sizes: tuple = (1000, 100, 100)    # train, dev, test examples (real tasks: at most these, in these proportions)
+    seed: int = 0                      # every random draw of the data derives from it (`task_rng`)
+    preset: str = "small"              # "small": smaller trees and words than the papers (`PRESETS`); "paper": the builders' defaults
+    options: dict = field(default_factory=dict)   # task settings over the preset, e.g. {"depth_mean": 7}
+    max_depth: int|None = None         # deepest tree depth allowed (None: the deepest tree of the data)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or self.name not in TASKS:
+            raise ValueError(f"unknown task {self.name!r}; known tasks: {', '.join(TASKS)}")
+        check_order(self.order)
+        what = f"sizes must be three positive integers (train, dev, test), got {self.sizes!r}"
+        if isinstance(self.sizes, (str, bytes)) or not isinstance(self.sizes, Sequence): raise TypeError(what)
+        if len(self.sizes) != 3: raise ValueError(what)
+        for s in self.sizes:
+            if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)): raise TypeError(what)
+            if s < 1: raise ValueError(what)
+        self.sizes = tuple(int(s) for s in self.sizes)
+        self.seed = _int(self.seed, "seed")
+        if not isinstance(self.preset, str) or self.preset not in PRESETS:
+            raise ValueError(f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
+        if not isinstance(self.options, Mapping):
+            raise TypeError(f"options must be a dict of {self.name}'s settings, got {self.options!r}")
+        self.options = dict(self.options)
+        settings, any_key = _builder_settings(TASKS[self.name])
+        for key, value in self.options.items():
+            if key not in settings:
+                if any_key and isinstance(key, str): continue
+                raise ValueError(f"{self.name} has no setting {key!r}; its settings: {', '.join(settings) or 'none'}")
+            _check_setting(self.name, key, value, settings[key])
+        if self.max_depth is not None: self.max_depth = _int(self.max_depth, "max_depth")
+
+    @property
+    def family(self) -> str|None:
+        "The task's family in `PRESETS`: 'tree' (tree-*), 'sequence' (seq-*) or None (the real-data tasks)."
+        return _FAMILIES.get(self.name.split("-")[0])
+
+    @property
+    def settings(self) -> dict:
+        "The builder's settings of this config: the preset's for the task's family (those the builder takes), then `options`."
+        takes, any_key = _builder_settings(TASKS[self.name])
+        preset = PRESETS[self.preset].get(self.family, {})
+        return {**{k: v for k, v in preset.items() if any_key or k in takes}, **self.options}
+
+# %% ../nbs/08_tasks.ipynb #c01c8e2d
+@dataclass(eq=False, repr=False)
+class Task:
+    "Three splits of examples, their vocabularies and the facts a model needs about them."
+    name: str
+    train: TaskDataset
+    dev: TaskDataset
+    test: TaskDataset
+    src_vocab: SeqVocab|ArityVocab
+    tgt_vocab: SeqVocab|ArityVocab
+    source: str                       # "sequence" or "tree"
+    target: str                       # "sequence", "tree" or "labels"
+    src_order: str                    # linearisation of tree sources
+    tgt_order: str                    # linearisation of tree targets
+    n: int|None                       # branching factor of the trees (None: no trees)
+    max_depth: int|None               # deepest depth allowed, the width K of tree positions
+    info: dict = field(default_factory=dict)   # generator settings, data source, licence, filters
+    config: TaskConfig|None = None    # the config the task was built from
+
+    @property
+    def splits(self) -> dict[str, TaskDataset]:
+        return {"train": self.train, "dev": self.dev, "test": self.test}
+    @property
+    def collate(self) -> Collator:
+        "The `Collator` of this task (orders and path width fixed)."
+        return Collator(self.source, self.target, self.src_order, self.tgt_order, self.max_depth)
+    def loader(self, split:str="train", # "train", "dev" or "test"
+               batch_size:int=64, **kwargs) -> DataLoader:
+        "A `DataLoader` over one split with this task's collate (other arguments go to `DataLoader`)."
+        return DataLoader(self.splits[split], batch_size=batch_size, collate_fn=self.collate, **kwargs)
+    def __repr__(self):
+        sizes = "/".join(str(len(d)) for d in self.splits.values())
+        return (f"Task({self.name!r}: {self.source} -> {self.target}, {sizes} examples, vocab {len(self.src_vocab)} -> "
+                f"{len(self.tgt_vocab)}, n={self.n}, max_depth={self.max_depth})")
+
+# %% ../nbs/08_tasks.ipynb #8390539a
+_CALL_ORDER = ("seed", "sizes", "order", "max_depth")      # the old call form's positional arguments after the name
+
+def _config_of_call(name, *args, **kwargs) -> TaskConfig:
+    "The `TaskConfig` of `make_task(name, seed, sizes, order, max_depth, **settings)`."
+    if len(args) > len(_CALL_ORDER):
+        raise TypeError(f"make_task takes at most {len(_CALL_ORDER)} positional arguments after the name "
+                        f"({', '.join(_CALL_ORDER)}), got {len(args)}")
+    fields = dict(zip(_CALL_ORDER, args))
+    for key in list(kwargs):
+        if key in TaskConfig.__dataclass_fields__ and key not in ("name", "options"):
+            if key in fields: raise TypeError(f"make_task got two values for {key!r}")
+            fields[key] = kwargs.pop(key)
+    options = kwargs.pop("options", {})
+    if not isinstance(options, Mapping): raise TypeError(f"options must be a dict of task settings, got {options!r}")
+    return TaskConfig(name, **fields, options={**options, **kwargs})
+
+def _tree_depth(x) -> int: return int(x.depth.max()) if isinstance(x, Tree) else -1
+
+def make_task(config:TaskConfig|str, # a `TaskConfig`, or a task name followed by the fields of one
+              *args, # the old call form: seed, sizes, order, max_depth (in that order)
+              **kwargs, # `TaskConfig` fields (seed, sizes, order, max_depth, preset, options) and task settings
+             ) -> Task:
+    "Build a task's splits and vocabularies, deterministically from its config's seed."
+    if isinstance(config, TaskConfig):
+        if args or kwargs:
+            raise TypeError("make_task(TaskConfig) takes no other arguments; "
+                            "change the config with dataclasses.replace(config, ...)")
+        config = replace(config)                       # checked again (a config's fields may have been set since)
+    elif isinstance(config, str): config = _config_of_call(config, *args, **kwargs)
+    else: raise TypeError(f"make_task needs a TaskConfig or a task name, got {config!r}")
+    name, max_depth = config.name, config.max_depth
+    built = dict(TASKS[name](config.seed, config.sizes, config.order, **config.settings))
+    missing = [k for k in ("splits", "src_vocab", "tgt_vocab", "source", "target") if k not in built]
+    if missing: raise ValueError(f"the builder of {name} returned no {', '.join(missing)}")
+    splits = dict(zip(("train", "dev", "test"), built.pop("splits")))
+    deepest = -1
+    for split, examples in splits.items():
+        for i, e in enumerate(examples):
+            for side in ("src", "tgt"):
+                d = _tree_depth(getattr(e, side))
+                if max_depth is not None and d > max_depth:
+                    raise ValueError(f"{name}: {split} example {i} has a {side} tree of depth {d} > max_depth={max_depth}; "
+                                     f"raise max_depth (or draw shallower trees)")
+                deepest = max(deepest, d)
+    if max_depth is None and deepest >= 0: max_depth = deepest
+    built.setdefault("src_order", "bfs"); built.setdefault("tgt_order", config.order)
+    built.setdefault("n", 2 if deepest >= 0 else None)
+    task = Task(name, *(TaskDataset(examples, f"{name}/{split}") for split, examples in splits.items()),
+                max_depth=max_depth if deepest >= 0 else None, config=config, **built)
+    task.collate                                       # a `Collator` checks the builder's modalities and orders
+    return task
 
 # %% ../nbs/08_tasks.ipynb #27246f74
 def _size_depth(x) -> tuple[int, int]:
@@ -689,14 +819,14 @@ def ast_leaf_classes(t:Tree) -> list[str|None]:
 
 def _ast_token(label, cls) -> str: return label if cls in (None, "name") else repr(label)
 
-def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_nodes:int=256, max_tree_depth:int=64,
+def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_example_nodes:int=256, max_tree_depth:int=64,
                     max_words:int=48, min_count:int=3):
     fns, report = docstring_functions(None if modules is None else tuple(modules))
     frac = np.cumsum(sizes) / sum(sizes)
     rows = [[], [], []]
     for f in fns:
         words = docstring_tokens(f["doc"])
-        if not 1 <= len(words) <= max_words or len(f["body"]) > max_nodes: continue
+        if not 1 <= len(words) <= max_words or len(f["body"]) > max_example_nodes: continue
         u = int.from_bytes(hashlib.sha256(f["module"].encode()).digest()[:8], "big") / 2 ** 64
         rows[int(np.searchsorted(frac, u, side="right"))].append((f, words))
     for k in range(3):                                         # a seeded sample of at most sizes[k], in source order
@@ -731,12 +861,12 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_nod
     for examples in splits:
         for e, ids in zip(examples, arity_ids(tgt_vocab, [e.tgt for e in examples], unknown="<unk>")):
             e.tgt_ids = ids
-    return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="seq", target="tree", n=2,
-                info=dict(report, max_nodes=max_nodes, max_tree_depth=max_tree_depth, max_words=max_words,
+    return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="sequence", target="tree", n=2,
+                info=dict(report, max_example_nodes=max_example_nodes, max_tree_depth=max_tree_depth, max_words=max_words,
                           min_count=min_count,
                           source_of_data="the CPython standard library of this machine", licence="PSF License Agreement"))
 
-TASKS["py-docstring2ast"] = _docstring_task
+register_task("py-docstring2ast", _docstring_task, replace=True)
 
 # %% ../nbs/08_tasks.ipynb #3830ed10
 def yaml_trees(text:str|bytes, # a YAML stream
@@ -802,7 +932,7 @@ def fetch_yaml_corpus(cache_dir:str|Path|None=None, # default: ~/.cache/treepe_n
     return cache
 
 def yaml_corpus(root:str|Path, # a folder of YAML files (searched recursively), e.g. from `fetch_yaml_corpus`
-                max_nodes:int=512, # larger documents are left out
+                max_example_nodes:int=512, # larger documents are left out
                ) -> tuple[list[dict], dict]: # documents (file, doc index, tree, kinds) and a report
     "Every document of every `*.yml` / `*.yaml` file under `root`, in path order; unreadable files are counted."
     root = Path(root)
@@ -812,7 +942,7 @@ def yaml_corpus(root:str|Path, # a folder of YAML files (searched recursively), 
         try: trees = yaml_trees(p.read_bytes())
         except ValueError as e: refused.append((p.relative_to(root).as_posix(), str(e)[:60])); continue
         for k, (t, kinds) in enumerate(trees):
-            if len(t) > max_nodes: large += 1; continue
+            if len(t) > max_example_nodes: large += 1; continue
             docs.append(dict(file=p.relative_to(root).as_posix(), doc=k, tree=t, kinds=kinds))
     return docs, dict(files=len(files), refused=len(refused), refused_examples=refused[:5], too_large=large,
                       documents=len(docs))
@@ -841,7 +971,7 @@ YAML_SAMPLE = (Path(__file__).resolve().parent.parent / "nbs" / "data" / "yaml" 
                else Path("data/yaml").resolve())
 
 def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram", mask_prob:float=0.15,
-               min_count:int=2, max_nodes:int=512):
+               min_count:int=2, max_example_nodes:int=512):
     if target not in ("bigram", "trigram"):
         raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
     root = Path(corpus) if corpus is not None else YAML_SAMPLE
@@ -849,7 +979,7 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
         raise ValueError(
             f"no YAML corpus at {root}; pass corpus=fetch_yaml_corpus() or a folder of YAML files"
         )
-    docs, report = yaml_corpus(root, max_nodes)
+    docs, report = yaml_corpus(root, max_example_nodes)
     frac = np.cumsum(sizes) / sum(sizes)
     rows = [[], [], []]
     for d in docs:                                                  # split by file: one file, one split
@@ -895,6 +1025,7 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
     return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="tree", target="labels", n=n,
                 src_order="dfs", tgt_order="dfs",
                 info=dict(report, corpus=str(root), target=target, mask_prob=mask_prob, min_count=min_count,
+                          max_example_nodes=max_example_nodes,
                           licence="Apache-2.0 and MIT-0 (see nbs/data/yaml/NOTICE)"))
 
-TASKS["yaml-keys"] = _yaml_task
+register_task("yaml-keys", _yaml_task, replace=True)
