@@ -68,15 +68,20 @@ def check_encoding(name:str # an encoding name, e.g. "ape-tree"
         raise ValueError(f"unknown positional encoding {name!r}; valid names: {', '.join(ENCODINGS)}")
     return name
 
+_POSITIONS = {"sequence": "sequence positions (a LongTensor [B, L])", "tree": "tree positions (TreePositions)",
+              "grid": "grid positions (a LongTensor [B, L, axes])"}
+
 def check_reads(name:str, # an encoding name
                 modality:str, # "sequence", "tree" or "grid": what a side holds
                 what:str="these positions", # the side, for the message, e.g. "the source of tree-copy"
                ) -> str: # `modality`
     "`modality` if the encoding `name` can read it, else a `ValueError` naming the encodings that can."
-    if modality not in ENCODINGS[check_encoding(name)].reads:
+    reads = ENCODINGS[check_encoding(name)].reads
+    if modality not in reads:
+        need = " or ".join(_POSITIONS[r] for r in reads)
         fits = [k for k, e in ENCODINGS.items() if modality in e.reads]
-        raise ValueError(f"{what} is a {modality}, which the {name!r} encoding cannot read; "
-                         f"encodings for a {modality}: {', '.join(fits)}")
+        raise ValueError(f"{what} holds {modality} positions, which the {name!r} encoding cannot read: it needs "
+                         f"{need}; encodings for {modality} positions: {', '.join(fits)}")
     return modality
 
 def check_heads(d_model:int, # the model width
@@ -207,15 +212,8 @@ class PositionEncoding(nn.Module):
     def modality(self, positions) -> str:
         "The kind of `positions`, if this encoding can read it; else a `ValueError` naming what it needs."
         m = positions_modality(positions)
-        if m not in self.reads:
-            shape = positions.paths.shape if m == "tree" else positions.shape
-            need = " or ".join({"sequence": "sequence positions (a LongTensor [B, L])",
-                                "tree": "tree positions (TreePositions)",
-                                "grid": "grid positions (a LongTensor [B, L, axes])"}[r] for r in self.reads)
-            raise ValueError(
-                f"the {self.name!r} encoding needs {need}, got {m} positions of shape {tuple(shape)}"
-            )
-        return m
+        shape = positions.paths.shape if m == "tree" else positions.shape
+        return check_reads(self.name, m, f"the input (positions of shape {tuple(shape)})")
 
     def forward(self, x:Tensor, # embeddings `[B, L, d_model]`
                 positions, # LongTensor `[B, L]` / `[B, L, axes]`, or TreePositions `[B, L, K]`

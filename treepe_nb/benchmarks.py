@@ -12,7 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from .trees import Tree, TreePositions, batch_positions
+from .trees import Tree, TreePositions, batch_positions, check_order
 from .stack import stack_encode
 from .algebraic import TreeAPE
 from .tracking import TreeTracker
@@ -212,7 +212,7 @@ def naive_tree_maps(generators:Tensor, # `[n, heads, dim, dim]`, e.g. `TreeAPE.g
 class PythonTracker:
     "Baseline: the tree tracker of one sequence in plain Python (a stack depth-first, a queue breadth-first)."
     def __init__(self, order:str="dfs"):
-        if order not in ("dfs", "bfs"): raise ValueError(f"order must be 'dfs' or 'bfs', got {order!r}")
+        check_order(order)
         self.order, self.waiting, self.current, self.done = order, deque(), (), False
     def step(self, slots:Sequence[int]): # child slots of the node just emitted
         "Advance past the node just emitted; `current` becomes the next node's root path (None when done)."
