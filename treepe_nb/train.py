@@ -473,11 +473,11 @@ def _sections() -> list[tuple[str|None, type, object]]:
     base = TrainConfig()
     return [("task", TaskConfig, base.task), ("model", ModelConfig, base.model), (None, TrainConfig, base)]
 
-def _train_parser(defaults:bool=True) -> argparse.ArgumentParser:
-    "The parser of `treepe-train`, generated from the dataclasses; with `defaults=False` options not given are absent."
+def _train_parser() -> argparse.ArgumentParser:
+    "The parser of `treepe-train`, generated from the dataclasses; an option not given is absent from its result."
     p = argparse.ArgumentParser(prog="treepe-train", description="Train a transformer with one positional encoding "
                                 "on one task; records, checkpoints and curves go to --out.")
-    p.add_argument("--config", help="a YAML or JSON file of options, with task: and model: sections (the command "
+    p.add_argument("--config", metavar="FILE", help="a YAML or JSON file of options, with task: and model: sections (the command "
                    "line overrides it)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -491,6 +491,7 @@ def _train_parser(defaults:bool=True) -> argparse.ArgumentParser:
             if typ not in _OPTION_KINDS: raise TypeError(f"{cls.__name__}.{f.name}: no command-line form for {f.type}")
             kind, help = dict(_OPTION_KINDS[typ]), docs.get(f.name) or f.name
             if f.name in choices: kind["choices"] = choices[f.name]
+            elif "type" in kind and "metavar" not in kind: kind["metavar"] = f.name.upper()
             value = getattr(base, f.name)
             if f.name == "options": help += "; repeat for several, or give a YAML mapping such as '{depth_mean: 7}'"
             elif value is not None and not isinstance(value, bool): help += f" (default: {value})"
