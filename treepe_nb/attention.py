@@ -78,7 +78,7 @@ def _make_pe(name:str, pe) -> nn.Module|None:
     if name == "stack": return TreePositionalEncoding(pe.d_model, n=pe.n, max_depth=pe.max_depth)
     if name == "additive": return AdditiveTreePE(pe.d_model, pe.max_depth, pe.max_sibling, pe.num_types)
     if name == "ape-seq": return SequenceAPE(D, H)
-    if name == "ape-tree": return TreeAPE(D, n=pe.n, heads=H)
+    if name == "ape-tree": return TreeAPE(D, n=pe.n, num_heads=H)
     if name == "ape-grid": return GridAPE(D, H, pe.axes)
     return None
 

@@ -15,7 +15,8 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset, DataLoader
 from fastcore.basics import patch
-from .trees import NodeKind, Tree, TreePositions, batch_positions, read_yaml, stdlib_sources
+from .trees import Tree, TreePositions, batch_positions
+from .readers import NodeKind, read_yaml, stdlib_sources
 from .tracking import ArityVocab, child_patterns
 
 # %% auto #0
