@@ -114,7 +114,7 @@ SOURCES = package_sources()
 
 
 def test_the_package_is_read():
-    assert {"trees", "readers", "sequence", "stack", "tracking", "algebraic", "additive", INIT} <= set(SOURCES)
+    assert {"trees", "positions", "readers", "sequence", "stack", "tracking", "algebraic", "additive", INIT} <= set(SOURCES)
     assert "_modidx" not in SOURCES
 
 

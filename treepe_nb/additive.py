@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn, Tensor
 from .sequence import sinusoidal
-from .trees import TreePositions, check_limit, check_overflow, collate_positions, first_index
+from .positions import TreePositions, check_limit, check_overflow, collate_positions, first_index
 from .readers import NodeKind, YamlTree, link_path, link_steps, read_yaml
 
 # %% auto #0

@@ -14,7 +14,8 @@ import torch
 from torch import Tensor
 import yaml
 from fastcore.basics import patch
-from .trees import Tree, TreePositions, check_label, check_limit, check_node_count, expanded_size
+from .trees import Tree, check_label, check_node_count, expanded_size
+from .positions import TreePositions, check_limit
 
 # %% auto #0
 __all__ = ['python_functions', 'NodeKind', 'link_steps', 'link_path', 'YamlTree', 'read_yaml', 'stdlib_sources',

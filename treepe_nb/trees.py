@@ -5,17 +5,18 @@
 # %% ../nbs/01_trees.ipynb #ad38d534
 from __future__ import annotations
 import re
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Hashable, Sequence
 import numpy as np
 import torch
 from torch import Tensor
 from fastcore.basics import patch
+from .positions import TreePositions, check_limit, check_overflow, collate_positions
+_all_ = ["TreePositions", "check_overflow", "collate_positions"]         # still importable from here
 
 # %% auto #0
-__all__ = ['ORDERS', 'check_label', 'Tree', 'children_csr', 'check_limit', 'expanded_size', 'check_node_count', 'check_overflow',
-           'TreePositions', 'check_order', 'collate_positions', 'batch_positions', 'first_index']
+__all__ = ['ORDERS', 'check_label', 'Tree', 'children_csr', 'expanded_size', 'check_node_count', 'check_order', 'batch_positions',
+           'TreePositions', 'check_overflow', 'collate_positions']
 
 # %% ../nbs/01_trees.ipynb #2243199f
 def _chase(parent:np.ndarray, follow:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -143,17 +144,6 @@ def children_csr(parent:np.ndarray, # parent index of each node, negative for th
     kids = np.argsort(parent, kind="stable")[1:]
     start = np.searchsorted(parent[kids], np.arange(len(parent) + 1))
     return kids, start
-
-# %% ../nbs/01_trees.ipynb #c21d11d6
-def check_limit(value:int, # the limit as given
-                name:str, # the argument's name, for the error message
-                low:int=0, # the smallest value allowed
-               ) -> int: # `value` as a Python int
-    "`value` if it is an int (not a bool) >= `low`: a `TypeError` or `ValueError` that names the argument."
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r:.40}")
-    if value < low: raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
 
 # %% ../nbs/01_trees.ipynb #1d1629c2
 def expanded_size(root:Any, # the nested input
@@ -349,56 +339,6 @@ def unlcrs(self:Tree) -> Tree:
     slot = steps.copy(); slot[0] = -1
     return Tree(self.labels, parent, slot, validate=False)
 
-# %% ../nbs/01_trees.ipynb #a083f7ea
-def _integer_tensor(t, what:str) -> Tensor:
-    "`t` if it is an integer tensor, else a `TypeError` naming `what`."
-    if not isinstance(t, Tensor): raise TypeError(f"{what} must be a torch.Tensor of integers, got {type(t).__name__}")
-    if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
-        raise TypeError(f"{what} must hold integers, got dtype {t.dtype}")
-    return t
-
-_OVERFLOW = ("raise", "truncate")
-
-def check_overflow(overflow:str) -> str:
-    "`overflow` if it is one of the library's two policies, else a `ValueError`."
-    if overflow not in _OVERFLOW: raise ValueError(f"overflow must be 'raise' or 'truncate', got {overflow!r}")
-    return overflow
-
-@dataclass(eq=False)
-class TreePositions:
-    "Root paths of a set of nodes: `paths` `[*batch, K]` (slot per depth, root first, -1 past the node's depth), `depth` `[*batch]` (-1: padding)."
-    paths: Tensor
-    depth: Tensor
-    trusted: bool = field(default=False, repr=False)   # built by this library: well formed, `check` only tests limits
-
-    def __post_init__(self):
-        _integer_tensor(self.paths, "TreePositions.paths"); _integer_tensor(self.depth, "TreePositions.depth")
-        if self.paths.dim() < 1 or self.paths.shape[:-1] != self.depth.shape:
-            raise ValueError(f"TreePositions.paths must be [*batch, K] for depth [*batch]: got paths "
-                             f"{tuple(self.paths.shape)} and depth {tuple(self.depth.shape)}")
-        if self.paths.device != self.depth.device:
-            raise ValueError(f"TreePositions.paths is on {self.paths.device} but depth is on {self.depth.device}")
-
-    @property
-    def max_depth(self) -> int:
-        "The path width `K`: the deepest depth whose whole root path is stored (deeper nodes keep their last K steps)."
-        return self.paths.shape[-1]
-    @property
-    def shape(self) -> torch.Size: return self.depth.shape
-    @property
-    def device(self) -> torch.device: return self.depth.device
-    @property
-    def mask(self) -> Tensor:
-        "True for real nodes, False for padding (depth -1)."
-        return self.depth >= 0
-    def to(self, device) -> TreePositions: return TreePositions(self.paths.to(device), self.depth.to(device), self.trusted)
-    def __getitem__(self, idx) -> TreePositions: return TreePositions(self.paths[idx], self.depth[idx], self.trusted)
-    def __len__(self): return len(self.depth)
-    def __eq__(self, other):
-        return isinstance(other, TreePositions) and self.paths.shape == other.paths.shape and \
-               bool((self.paths == other.paths).all()) and bool((self.depth == other.depth).all())
-    __hash__ = None
-
 # %% ../nbs/01_trees.ipynb #ac9e2158
 ORDERS = ("dfs", "bfs")                    # the two linearisations of a tree
 
@@ -494,25 +434,6 @@ def positions(self:Tree, order:str="dfs", # "dfs" or "bfs": the order of the ret
 
 
 # %% ../nbs/01_trees.ipynb #ed6ab724
-def collate_positions(items:Sequence[TreePositions] # one per sequence, each `[length_i, K_i]`
-                     ) -> TreePositions: # `[batch, max length, max K]`; padding has depth -1 and paths -1
-    "Pad a list of `TreePositions` into one batch."
-    if not items: raise ValueError("collate_positions needs at least one TreePositions")
-    for b, p in enumerate(items):
-        if not isinstance(p, TreePositions): raise TypeError(f"item {b} is a {type(p).__name__}, not TreePositions")
-        if p.depth.dim() != 1: raise ValueError(f"item {b} has shape {tuple(p.shape)}: collate one sequence per item")
-    L = max(len(p) for p in items); K = max(p.max_depth for p in items)
-    for b, p in enumerate(items):
-        if p.max_depth < K and len(p) and bool((p.depth > p.max_depth).any()):
-            raise ValueError(f"item {b} keeps {p.max_depth} steps of its deeper nodes' paths (overflow='truncate') but "
-                             f"the batch is {K} wide: compute every item with the same max_depth")
-    paths = items[0].paths.new_full((len(items), L, K), -1)
-    depth = items[0].depth.new_full((len(items), L), -1)
-    for b, p in enumerate(items):                               # one copy per sequence, not per node
-        paths[b, :len(p), :p.max_depth] = p.paths
-        depth[b, :len(p)] = p.depth
-    return TreePositions(paths, depth, trusted=all(p.trusted for p in items))
-
 def batch_positions(trees:Sequence[Tree], # the trees of one batch
                     order:str="dfs", # "dfs" or "bfs"
                     max_depth:int|None=None, # deepest depth allowed and path width K (default: the deepest tree's depth)
@@ -538,96 +459,6 @@ def batch_positions(trees:Sequence[Tree], # the trees of one batch
     out_paths[tree_of, local] = paths[idx]
     out_depth[tree_of, local] = depth[idx]
     return TreePositions(torch.from_numpy(out_paths), torch.from_numpy(out_depth), trusted=True)
-
-# %% ../nbs/01_trees.ipynb #1224c4e1
-def _index(flat:int, shape) -> tuple:
-    "The index tuple of entry `flat` of a tensor of `shape` (C order)."
-    return tuple(int(i) for i in np.unravel_index(int(flat), tuple(shape))) if len(shape) else ()
-
-def first_index(mask:Tensor, # boolean, any shape, with at least one True entry
-               ) -> tuple: # the entry's index, one int per dimension (`()` for a 0-d mask)
-    "Index of the first True entry of `mask` in row-major order: the entry an error message names."
-    return _index(int(mask.reshape(-1).to(torch.int8).argmax()), mask.shape)
-
-# %% ../nbs/01_trees.ipynb #71a15b41
-@patch
-def check(self:TreePositions,
-          n:int|None=None, # branching factor: slots must be in 0 .. n-1 (None: any slot >= 0)
-          max_depth:int|None=None, # deepest depth allowed, the root being 0 (None: no limit)
-          overflow:str="raise", # deeper nodes: "raise", or "truncate" (they keep their most recent max_depth steps)
-          what:str="positions", # the name of the argument in error messages
-         ) -> TreePositions: # `self`, so that `encode(positions.check(n, max_depth))` reads naturally
-    "Check well-formedness and the limits `n` and `max_depth`; a `ValueError` names the first offending node."
-    check_overflow(overflow)
-    if n is not None: n = check_limit(n, "the branching factor n", 1)
-    if max_depth is not None: max_depth = check_limit(max_depth, "max_depth")
-    d, paths, K = self.depth, self.paths, self.max_depth
-    if d.numel() == 0: raise ValueError(f"{what} is an empty batch (shape {tuple(d.shape)}): there is nothing to encode")
-    if torch.compiler.is_compiling(): return self
-    def node(i): return f"{what}: the node at index {i}"
-    if not self.trusted:
-        if bool((d < -1).any()):
-            i = first_index(d < -1); raise ValueError(f"{node(i)} has depth {int(d[i])}; depths are >= 0, or -1 for padding")
-        inside = torch.arange(K, device=d.device) < d.clamp(0, K)[..., None]            # [*batch, K] stored steps
-        bad = inside & (paths < 0)
-        if bool(bad.any()):
-            i = first_index(bad)
-            raise ValueError(f"{node(i[:-1])} has slot {int(paths[i])} at depth {i[-1] + 1}: a root path holds a "
-                             f"slot >= 0 at every depth of its node")
-        bad = ~inside & (paths != -1)
-        if bool(bad.any()):
-            i = first_index(bad)
-            raise ValueError(f"{node(i[:-1])} has depth {int(d[i[:-1]])} but slot {int(paths[i])} at step {i[-1]} "
-                             f"of its root path; entries past a node's depth must be -1")
-    deepest = int(d.max())
-    if max_depth is not None and overflow == "raise" and deepest > max_depth:
-        i = first_index(d > max_depth)
-        raise ValueError(f"{node(i)} has depth {int(d[i])} > max_depth={max_depth}; raise max_depth, or pass "
-                         f"overflow='truncate' to keep its most recent {max_depth} steps (Shiv & Quirk's truncation)")
-    need = d if max_depth is None or overflow == "raise" else d.clamp(max=max_depth)
-    if min(deepest, max_depth if overflow == "truncate" and max_depth is not None else deepest) > K:
-        i = first_index(need > K)
-        raise ValueError(f"{node(i)} has depth {int(d[i])} but its root path keeps only {K} steps (positions built "
-                         f"with max_depth={K}, overflow='truncate'); build them with max_depth >= {int(need[i])}")
-    if n is not None and paths.numel() and int(paths.max()) >= n:
-        i = first_index(paths >= n)
-        raise ValueError(f"{node(i[:-1])} takes slot {int(paths[i])} at depth {i[-1] + 1}, but n={n} allows slots "
-                         f"0..{n - 1}; binarize the trees with Tree.lcrs() (n=2) or raise n")
-    return self
-
-# %% ../nbs/01_trees.ipynb #99f8e297
-@patch(as_prop=True)
-def slot(self:TreePositions) -> Tensor: # `[*batch]`
-    "Each node's own child slot (the last step of its root path); -1 for roots and padding."
-    K = self.max_depth
-    if K == 0:
-        if not torch.compiler.is_compiling() and bool((self.depth > 0).any()):
-            i = first_index(self.depth > 0)
-            raise ValueError(f"positions: the node at index {i} has depth {int(self.depth[i])}, but the positions keep "
-                             f"no step of the root paths (built with max_depth=0, overflow='truncate'), so its slot "
-                             f"and sibling index are unknown; build them with max_depth >= 1")
-        return torch.full_like(self.depth, -1)
-    last = (self.depth.clamp(max=K) - 1).clamp(min=0)                       # [*batch] column of the node's own step
-    own = self.paths.gather(-1, last[..., None]).squeeze(-1).to(self.depth.dtype)
-    return torch.where(self.depth > 0, own, torch.full_like(own, -1))
-
-@patch
-def sibling(self:TreePositions,
-            lcrs:bool=False, # the positions are of an LCRS-binarized tree: count the right steps that end the path
-           ) -> Tensor: # `[*batch]`, 0 for roots and padding
-    "Each node's index among its siblings: its slot, or for an LCRS tree its index before binarization."
-    if not lcrs: return self.slot.clamp(min=0)
-    K, d = self.max_depth, self.depth
-    stored = d.clamp(0, K)
-    col = torch.arange(K, device=d.device)
-    other = (self.paths != 1) & (col < stored[..., None])                    # [*batch, K] steps that are not "right"
-    last = torch.where(other, col, -1).amax(-1) if K else torch.full_like(d, -1)
-    cut = (d > K) & (last < 0)                                               # all kept steps are right steps
-    if bool(cut.any()):
-        i = first_index(cut)
-        raise ValueError(f"positions: the node at index {i} has depth {int(d[i])} but its path keeps only {K} steps, "
-                         f"all right steps: its sibling index is unknown; build positions with a larger max_depth")
-    return (stored - 1 - last).to(d.dtype)
 
 # %% ../nbs/01_trees.ipynb #0ef469cf
 @patch
