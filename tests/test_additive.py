@@ -10,7 +10,8 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 from treepe_nb.additive import AdditiveTreePE, YamlVocab, yaml_documents, yaml_nodes
-from treepe_nb.trees import NodeKind, Tree, TreePositions, batch_positions, read_yaml
+from treepe_nb.trees import Tree, TreePositions, batch_positions
+from treepe_nb.readers import NodeKind, read_yaml
 
 from strategies import cuda
 
@@ -171,14 +172,14 @@ def test_real_manifests_round_trip():
 
 @settings(max_examples=40, deadline=None)
 @given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), seed=st.integers(0, 2**31 - 1),
-       max_depth=st.integers(0, 12), max_sibling=st.integers(0, 12), num_types=st.integers(1, 5))
-def test_encoding_is_the_sum_of_three_rows(shape, seed, max_depth, max_sibling, num_types):
+       max_depth=st.integers(0, 12), max_sibling=st.integers(0, 12), num_kinds=st.integers(1, 5))
+def test_encoding_is_the_sum_of_three_rows(shape, seed, max_depth, max_sibling, num_kinds):
     g = torch.Generator().manual_seed(seed)
-    pe = AdditiveTreePE(8, max_depth, max_sibling, num_types).double()
+    pe = AdditiveTreePE(8, max_depth, max_sibling, num_kinds).double()
     assert pe.depth_emb.num_embeddings == max_depth + 1 and pe.sibling_emb.num_embeddings == max_sibling + 1
     depth = torch.randint(-1, max_depth + 1, shape, generator=g)
     sibling = torch.randint(0, max_sibling + 1, shape, generator=g)
-    kind = torch.randint(0, num_types, shape, generator=g)
+    kind = torch.randint(0, num_kinds, shape, generator=g)
     with torch.no_grad():
         out = pe.embed(depth, sibling, kind)
         want = pe.depth_emb.weight[depth.clamp(min=0)] + pe.sibling_emb.weight[sibling] + pe.type_emb.weight[kind]
@@ -210,7 +211,7 @@ def test_module_checks_and_sinusoidal_init():
     from treepe_nb.sequence import sinusoidal
     torch.testing.assert_close(pe.depth_emb.weight.detach(), sinusoidal(6, 16) * 2 ** 0.5 * 0.5)
     assert pe.depth_emb.weight.requires_grad                            # a starting point, still trained
-    with pytest.raises(ValueError, match="node type 4"): pe.embed(torch.tensor([0]), torch.tensor([0]), torch.tensor([4]))
+    with pytest.raises(ValueError, match="node kind 4"): pe.embed(torch.tensor([0]), torch.tensor([0]), torch.tensor([4]))
     with pytest.raises(ValueError, match="depth -3"): pe.embed(torch.tensor([-3]), torch.tensor([0]), torch.tensor([0]))
     pos = Tree.from_sexpr("(a b c)").positions()
     with pytest.raises(TypeError, match="positions must be TreePositions"): pe(pos.depth, torch.zeros(3, dtype=torch.long))
@@ -221,19 +222,19 @@ def test_positions_from_any_tree_and_truncated_paths():
     """The module reads depth and sibling from TreePositions; truncated paths keep the node's own slot (before, the
     coordinates read on truncated positions could come out as [0, 0, 0, 0] instead of [0, 0, 1, 2])."""
     t = Tree.from_sexpr("(r (a x y z))")
-    pe = AdditiveTreePE(8, 1, 4, num_types=1, overflow="truncate")
+    pe = AdditiveTreePE(8, 1, 4, num_kinds=1, overflow="truncate")
     kinds = torch.zeros(len(t), dtype=torch.long)
     kept = t.positions(max_depth=1, overflow="truncate")
     assert kept.sibling().tolist() == [0, 0, 0, 1, 2]
     with torch.no_grad():
         torch.testing.assert_close(pe(kept, kinds), pe.embed(torch.tensor([0, 1, 1, 1, 1]), torch.tensor([0, 0, 0, 1, 2]), kinds))
-    with pytest.raises(ValueError, match="keep no step"): AdditiveTreePE(8, 0, 4, num_types=1, overflow="truncate")(
+    with pytest.raises(ValueError, match="keep no step"): AdditiveTreePE(8, 0, 4, num_kinds=1, overflow="truncate")(
         t.positions(max_depth=0, overflow="truncate"), kinds)
     trees = [Tree.from_sexpr("(a (b c d) (e f (g h)))"), Tree.from_sexpr("(x y)")]
     batch = batch_positions(trees)
-    out = AdditiveTreePE(8, 4, 4, num_types=1)(batch, torch.zeros(batch.shape, dtype=torch.long))
+    out = AdditiveTreePE(8, 4, 4, num_kinds=1)(batch, torch.zeros(batch.shape, dtype=torch.long))
     assert out.shape == (2, len(trees[0]), 8) and (out[1, 2:] == 0).all()
-    with pytest.raises(ValueError, match="max_depth=2"): AdditiveTreePE(8, 2, 4, num_types=1)(batch, torch.zeros(batch.shape, dtype=torch.long))
+    with pytest.raises(ValueError, match="max_depth=2"): AdditiveTreePE(8, 2, 4, num_kinds=1)(batch, torch.zeros(batch.shape, dtype=torch.long))
 
 
 def test_vocabulary_round_trip_and_unknown_tokens():

@@ -37,7 +37,7 @@ def path_product(tree, positions, a, c, G):
 def test_relative_maps_are_path_products_for_all_pairs(data, n, init, seed):
     tree = data.draw(random_trees(max_branching=n))
     torch.manual_seed(seed)
-    ape = TreeAPE(6, n, heads=2, init=init, std=0.5, dtype=F64)
+    ape = TreeAPE(6, n, num_heads=2, init=init, std=0.5, dtype=F64)
     order = data.draw(st.sampled_from(["dfs", "bfs"]))
     pos = tree.positions(order)
     with torch.no_grad():
@@ -55,7 +55,7 @@ def test_relative_maps_are_path_products_for_all_pairs(data, n, init, seed):
 def test_child_map_is_parent_map_times_generator(data, n, seed):
     tree = data.draw(random_trees(max_branching=n))
     torch.manual_seed(seed)
-    ape = TreeAPE(4, n=n, heads=3, init="random", std=0.7, dtype=F64)
+    ape = TreeAPE(4, n=n, num_heads=3, init="random", std=0.7, dtype=F64)
     with torch.no_grad():
         M, G = ape.maps(tree.positions()), ape.generators()
     torch.testing.assert_close(M[0], torch.eye(4, dtype=F64).expand(3, 4, 4))
@@ -69,7 +69,7 @@ def test_child_map_is_parent_map_times_generator(data, n, seed):
 def test_rotate_gives_the_bilinear_scores_and_zero_padding(trees, order, seed):
     torch.manual_seed(seed)
     pos = batch_positions(trees, order=order)
-    ape = TreeAPE(6, 3, heads=2, init="rope_mixed", dtype=F64)
+    ape = TreeAPE(6, 3, num_heads=2, init="rope_mixed", dtype=F64)
     B, L = pos.shape
     q, k = torch.randn(2, B, 2, L, 6, dtype=F64).unbind(0)
     with torch.no_grad():
@@ -87,7 +87,7 @@ def test_rotate_gives_the_bilinear_scores_and_zero_padding(trees, order, seed):
 @given(trees=st.lists(random_trees(max_nodes=15, max_branching=2), min_size=1, max_size=3), seed=st.integers(0, 2**31 - 1))
 def test_a_trees_maps_do_not_depend_on_its_batch(trees, seed):
     torch.manual_seed(seed)
-    ape = TreeAPE(4, 2, heads=2)
+    ape = TreeAPE(4, 2, num_heads=2)
     with torch.no_grad():
         together = ape.maps(batch_positions(trees))
         for b, tree in enumerate(trees):
@@ -98,7 +98,7 @@ def test_gradients_match_one_matrix_per_token():
     torch.manual_seed(0)      # unseeded, finite differences of W^7000 fail gradcheck's tolerance for some draws
     trees = [Tree.from_sexpr("(a (b c (d e f)) (g (h i j) k))").lcrs(), Tree.from_sexpr("(x y)")]
     pos = batch_positions(trees)
-    ape = TreeAPE(4, 2, heads=2, init="random", std=0.5, dtype=F64)
+    ape = TreeAPE(4, 2, num_heads=2, init="random", std=0.5, dtype=F64)
     x = torch.randn(2, 2, pos.shape[1], 4, dtype=F64, requires_grad=True)
     entries = ape.entries.detach().clone().requires_grad_()
     rotate = lambda e, x: torch.func.functional_call(ape, {"entries": e}, (x, pos))
@@ -111,7 +111,7 @@ def test_gradients_match_one_matrix_per_token():
 
 
 def test_every_parameter_is_used():
-    ape = TreeAPE(8, 3, heads=4)
+    ape = TreeAPE(8, 3, num_heads=4)
     tree = Tree.from_sexpr("(a (b c d e) (f g h i) (j k l m))")
     (ape.rotate(torch.randn(1, 4, len(tree), 8), tree.positions()[None]) ** 2).sum().backward()
     assert ape.entries.shape == (3, 4, 28) and (ape.entries.grad != 0).all()
@@ -122,7 +122,7 @@ def test_orthogonal_at_depth_64_in_float32(init):
     torch.manual_seed(0)
     deep = TreePositions(torch.randint(0, 3, (8, 64)), torch.full((8,), 64))
     with torch.no_grad():
-        M = TreeAPE(64, 3, heads=4, init=init, std=0.3).maps(deep)
+        M = TreeAPE(64, 3, num_heads=4, init=init, std=0.3).maps(deep)
     assert M.dtype == torch.float32
     assert (M.mT @ M - torch.eye(64)).abs().max() <= 1e-4
 
@@ -130,14 +130,14 @@ def test_orthogonal_at_depth_64_in_float32(init):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_inputs_are_computed_in_float32_and_returned_in_their_dtype(dtype):
     tree = Tree.from_sexpr("(a (b c) (d e f))").lcrs()
-    ape = TreeAPE(16, 2, heads=2)
+    ape = TreeAPE(16, 2, num_heads=2)
     x = torch.randn(1, 2, len(tree), 16)
     with torch.no_grad():
         y = ape.rotate(x.to(dtype), tree.positions()[None])
         assert ape.maps(tree.positions()).dtype == torch.float32
         assert y.dtype == dtype
         torch.testing.assert_close(y.float(), ape.rotate(x.to(dtype).float(), tree.positions()[None]), atol=3e-2, rtol=3e-2)
-    ape_half = TreeAPE(16, 2, heads=2).half()                     # half parameters: still float32 maps
+    ape_half = TreeAPE(16, 2, num_heads=2).half()                     # half parameters: still float32 maps
     with torch.no_grad():
         assert ape_half.generators().dtype == torch.float32
 
@@ -157,20 +157,20 @@ def test_tree_errors_name_the_node_and_limit():
         ape.maps(torch.zeros(2, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="n must be >= 1, got 0"):
         TreeAPE(4, 0)
-    with pytest.raises(ValueError, match="dim must be even"):
+    with pytest.raises(ValueError, match="head_dim must be even"):
         TreeAPE(5, 2, init="rope")
     assert TreeAPE(5, 2, init="random").maps(deep.positions()).shape == (5, 1, 5, 5)
 
 
 def test_tree_ape_keyword_is_n():
-    ape = TreeAPE(8, n=3, heads=2)
+    ape = TreeAPE(8, n=3, num_heads=2)
     assert ape.n == 3 and ape.generators().shape == (3, 2, 8, 8) and not hasattr(ape, "branching")
     with pytest.raises(TypeError):
         TreeAPE(8, branching=3)
 
 
 def test_one_node_trees_alone_and_mixed_with_deep_trees():
-    ape = TreeAPE(4, 2, heads=2, dtype=F64)
+    ape = TreeAPE(4, 2, num_heads=2, dtype=F64)
     one = Tree.from_sexpr("a").positions()
     assert one.paths.shape == (1, 0)
     with torch.no_grad():
@@ -197,8 +197,8 @@ def test_empty_tree_batch_is_a_value_error():
 def test_one_branch_tree_is_rope():
     chain = TreePositions(torch.where(torch.arange(20) < torch.arange(20)[:, None], 0, -1), torch.arange(20))
     with torch.no_grad():
-        torch.testing.assert_close(TreeAPE(8, 1, heads=2, init="rope", dtype=F64).maps(chain),
-                                   SequenceAPE.from_rope(8, heads=2, dtype=F64).maps(torch.arange(20)))
+        torch.testing.assert_close(TreeAPE(8, 1, num_heads=2, init="rope", dtype=F64).maps(chain),
+                                   SequenceAPE.from_rope(8, num_heads=2, dtype=F64).maps(torch.arange(20)))
 
 
 @settings(max_examples=30, deadline=None)
@@ -209,7 +209,7 @@ def test_from_rope_is_apply_rotary(dim, length, batch, spread, shared, seed):
     x = torch.randn(batch, 2, length, dim, dtype=F64, generator=g)
     pos = torch.randint(-spread, spread, (length,) if shared else (batch, length), generator=g)
     with torch.no_grad():
-        ours = SequenceAPE.from_rope(dim, heads=2, dtype=F64).rotate(x, pos)
+        ours = SequenceAPE.from_rope(dim, num_heads=2, dtype=F64).rotate(x, pos)
     torch.testing.assert_close(ours, apply_rotary(x, pos), atol=1e-8, rtol=0)
 
 
@@ -218,7 +218,7 @@ def test_from_rope_matches_rotary_embedding_torch_scores():
     torch.manual_seed(0)
     ref = RotaryEmbedding(32)
     q, k = torch.randn(2, 2, 4, 64, 32).unbind(0)
-    ape = SequenceAPE.from_rope(32, heads=4)
+    ape = SequenceAPE.from_rope(32, num_heads=4)
     with torch.no_grad():
         ours = ape.rotate(q, torch.arange(64)) @ ape.rotate(k, torch.arange(64)).mT
     torch.testing.assert_close(ours, ref.rotate_queries_or_keys(q) @ ref.rotate_queries_or_keys(k).mT, atol=2e-4, rtol=1e-4)
@@ -228,7 +228,7 @@ def test_from_rope_matches_rotary_embedding_torch_scores():
 @given(p=st.lists(st.integers(-300, 300), min_size=1, max_size=12, unique=True), seed=st.integers(0, 2**31 - 1))
 def test_powers_are_repeated_products(p, seed):
     torch.manual_seed(seed)
-    ape = SequenceAPE(4, heads=2, init="random", std=0.5, dtype=F64)
+    ape = SequenceAPE(4, num_heads=2, init="random", std=0.5, dtype=F64)
     p = torch.tensor(sorted(p))
     with torch.no_grad():
         W = ape.generator()
@@ -257,7 +257,7 @@ def test_rope_ape_round_trip(m, seed, special):
 
 def test_ape_to_rope_of_learned_generators_gives_the_same_scores():
     torch.manual_seed(0)
-    ape = SequenceAPE(8, heads=3, init="random", std=0.4, dtype=F64)
+    ape = SequenceAPE(8, num_heads=3, init="random", std=0.4, dtype=F64)
     with torch.no_grad():
         angles, P = ape.to_rope()
         x = torch.randn(1, 3, 10, 8, dtype=F64)
@@ -275,7 +275,7 @@ def test_ape_to_rope_of_learned_generators_gives_the_same_scores():
        init=st.sampled_from(["rope", "rope_mixed", "random"]), seed=st.integers(0, 2**31 - 1))
 def test_grid_scores_depend_on_coordinate_differences_only(axes, length, shift, init, seed):
     torch.manual_seed(seed)
-    grid = GridAPE(4 * axes, heads=2, axes=axes, init=init, std=0.5, dtype=F64)
+    grid = GridAPE(4 * axes, num_heads=2, axes=axes, init=init, std=0.5, dtype=F64)
     coords = torch.randint(0, 20, (2, length, axes))
     q, k = torch.randn(2, 2, 2, length, 4 * axes, dtype=F64).unbind(0)
     with torch.no_grad():
@@ -301,7 +301,7 @@ def test_generators_once_per_forward_and_cached_in_eval(monkeypatch):
     monkeypatch.setattr(torch.linalg, "matrix_exp", lambda A: calls.append(A.shape) or exp(A))
     tree = Tree.from_sexpr("(a (b c) (d e f))").lcrs()
     pos = batch_positions([tree, tree])
-    ape = TreeAPE(8, 2, heads=2)
+    ape = TreeAPE(8, 2, num_heads=2)
     x = torch.randn(2, 2, len(tree), 8, requires_grad=True)
     maps = ape.prepare(pos)
     sum(y.sum() for _ in range(3) for y in maps.rotate(x, 2 * x)).backward()
@@ -325,7 +325,7 @@ def test_position_maps_errors_and_empty_batches():
     with pytest.raises(ValueError, match="must have one shape"):
         pm.rotate(torch.randn(1, 1, 3, 4), torch.randn(2, 1, 3, 4))
     empty = TreePositions(torch.full((2, 3, 2), -1), torch.full((2, 3), -1))
-    ape = TreeAPE(4, 2, heads=1)
+    ape = TreeAPE(4, 2, num_heads=1)
     y = ape.rotate(torch.randn(2, 1, 3, 4, requires_grad=True), empty)
     assert (y == 0).all()
     y.sum().backward()
@@ -336,17 +336,17 @@ def test_everything_runs_on_cuda():
     dev = torch.device("cuda")
     trees = [Tree.from_sexpr("(a (b c) (d e f))").lcrs(), Tree.from_sexpr("(x y)")]
     pos = batch_positions(trees)
-    ape = TreeAPE(16, 2, heads=2)
+    ape = TreeAPE(16, 2, num_heads=2)
     x = torch.randn(2, 2, pos.shape[1], 16)
     expected = ape.rotate(x, pos).detach()
     ape_gpu = ape.to(dev)
     y = ape_gpu.rotate(x.to(dev, torch.float16), pos.to(dev))
     assert y.device.type == "cuda" and y.dtype == torch.float16
     torch.testing.assert_close(y.float().cpu(), expected, atol=2e-2, rtol=2e-2)
-    seq = SequenceAPE.from_rope(16, heads=2).to(dev)
+    seq = SequenceAPE.from_rope(16, num_heads=2).to(dev)
     torch.testing.assert_close(seq.rotate(x.to(dev), torch.arange(pos.shape[1], device=dev)).cpu().detach(),
                                apply_rotary(x), atol=1e-4, rtol=1e-4)
-    grid = GridAPE(16, heads=2).to(dev)
+    grid = GridAPE(16, num_heads=2).to(dev)
     assert grid.rotate(x.to(dev), torch.zeros(2, pos.shape[1], 2, dtype=torch.long, device=dev)).device.type == "cuda"
 
 
@@ -361,7 +361,7 @@ def _ortho_err(M):
 @pytest.mark.parametrize("init", ["rope", "random"])
 def test_sequence_maps_stay_orthogonal_at_huge_positions_in_float32(init):
     torch.manual_seed(0)
-    ape = SequenceAPE(32, heads=2, init=init, std=0.5)
+    ape = SequenceAPE(32, num_heads=2, init=init, std=0.5)
     p = torch.tensor([2**28, 2**32, 2**40, -2**40 - 7, 2**62 + 3, 2**63 - 1, -(2**63 - 1)])
     with torch.no_grad():
         M = ape.maps(p)                                           # sparse: the binary-digit path
@@ -408,29 +408,29 @@ def test_ape_to_rope_refuses_nan_and_inf(bad):
         ape_to_rope(W)
 
 
-@pytest.mark.parametrize("make", [lambda: SequenceAPE(0), lambda: SequenceAPE(8, heads=0), lambda: TreeAPE(-2, 2),
-                                  lambda: TreeAPE(8, n=-1), lambda: GridAPE(0), lambda: GridAPE(8, heads=0),
+@pytest.mark.parametrize("make", [lambda: SequenceAPE(0), lambda: SequenceAPE(8, num_heads=0), lambda: TreeAPE(-2, 2),
+                                  lambda: TreeAPE(8, n=-1), lambda: GridAPE(0), lambda: GridAPE(8, num_heads=0),
                                   lambda: GridAPE(8, axes=0)])
 def test_non_positive_sizes_are_value_errors_naming_the_argument(make):
-    with pytest.raises(ValueError, match=r"(dim|heads|n|axes) must be >= 1, got -?\d"):
+    with pytest.raises(ValueError, match=r"(head_dim|num_heads|n|axes) must be >= 1, got -?\d"):
         make()
 
 
 def test_sizes_must_be_integers_and_even_where_pairs_are_rotated():
-    with pytest.raises(TypeError, match="dim must be an int, got float"):
+    with pytest.raises(TypeError, match="head_dim must be an int, got float"):
         SequenceAPE(8.0)
     with pytest.raises(TypeError, match="n must be an int, got str"):
         TreeAPE(8, n="2")
-    with pytest.raises(ValueError, match=r"dim // axes = 3 coordinates \(dim=6, axes=2\), which must be even"):
+    with pytest.raises(ValueError, match=r"head_dim // axes = 3 coordinates \(head_dim=6, axes=2\), which must be even"):
         GridAPE(6, axes=2)
-    with pytest.raises(ValueError, match="dim=10 must split evenly over axes=3"):
+    with pytest.raises(ValueError, match="head_dim=10 must split evenly over axes=3"):
         GridAPE(10, axes=3)
     assert GridAPE(6, axes=2, init="random").maps(torch.zeros(1, 3, 2, dtype=torch.long)).shape == (1, 3, 1, 6, 6)
-    assert SequenceAPE(np.int64(4)).dim == 4
+    assert SequenceAPE(np.int64(4)).head_dim == 4
 
 
 def test_grid_coordinates_are_validated():
-    grid = GridAPE(8, heads=1, axes=2)
+    grid = GridAPE(8, num_heads=1, axes=2)
     with pytest.raises(TypeError, match="grid coordinates must be an integer tensor, got torch.float32"):
         grid.prepare(torch.zeros(1, 3, 2))
     with pytest.raises(TypeError, match="grid coordinates must be an integer tensor, got torch.bool"):
@@ -442,7 +442,7 @@ def test_grid_coordinates_are_validated():
     with pytest.raises(ValueError, match=r"grid coordinates: the position at index \(0, 1, 1\) is -9223372036854775808"):
         grid.prepare(torch.tensor([[[0, 0], [5, -2**63]]]))
     x = torch.randn(2, 1, 3, 8)
-    with pytest.raises(ValueError, match=r"x must be \[..., length=4, dim=8\] for these coordinates, got \(2, 1, 3, 8\)"):
+    with pytest.raises(ValueError, match=r"x must be \[..., length=4, head_dim=8\] for these coordinates, got \(2, 1, 3, 8\)"):
         grid.rotate(x, torch.zeros(2, 4, 2, dtype=torch.long))
 
 
@@ -456,7 +456,7 @@ def _update_ema_in_place(ape): ape.entries.data.lerp_(torch.zeros_like(ape.entri
 @pytest.mark.parametrize("kind", ["tree", "sequence"])
 def test_eval_cache_sees_every_parameter_update(update, kind):
     torch.manual_seed(0)
-    ape = TreeAPE(8, 2, heads=2, init="random", std=0.3) if kind == "tree" else SequenceAPE(8, 2, init="random", std=0.3)
+    ape = TreeAPE(8, 2, num_heads=2, init="random", std=0.3) if kind == "tree" else SequenceAPE(8, 2, init="random", std=0.3)
     pos = Tree.from_sexpr("(a (b c) (d e))").positions() if kind == "tree" else torch.arange(5)
     ape.eval()
     with torch.no_grad():
@@ -471,7 +471,7 @@ def test_eval_cache_sees_every_parameter_update(update, kind):
 
 
 def test_eval_cache_follows_device_and_dtype_changes():
-    ape = TreeAPE(8, 2, heads=2).eval()
+    ape = TreeAPE(8, 2, num_heads=2).eval()
     with torch.no_grad():
         g32 = ape.generators()
         ape.double()

@@ -133,7 +133,7 @@ def test_fuzz_relative_attention(fuzz):
                                              ("q", "k", "v", "rel_keys", "rel_values", "mask")))
     def module(a):
         d_model, heads, max_distance, x = a
-        m = accepts(lambda: ShawRelativeAttention(d_model, heads, max_distance), ("d_model", "heads", "max_distance"))
+        m = accepts(lambda: ShawRelativeAttention(d_model, heads, max_distance), ("d_model", "num_heads", "max_distance"))
         if m is not None: accepts(lambda: m(x), ("x",))
     fuzz(st.tuples(sizes, sizes, sizes, tensors(dtypes=FLOAT_DTYPES[2:], max_ndim=3, max_side=8)), module)
 
@@ -169,7 +169,8 @@ def test_fuzz_from_parents(fuzz):
 
 def test_fuzz_tree_constructor_positions_and_limits(fuzz):
     "The constructor with any labels and arrays; positions, batches and read_yaml with any limits."
-    from treepe_nb.trees import batch_positions, read_yaml
+    from treepe_nb.trees import batch_positions
+    from treepe_nb.readers import read_yaml
     def check(a):
         labels, parent, slot, order, max_depth, overflow, max_nodes = a
         t = accepts(lambda: Tree(labels, parent, slot), ("parent", "slot", "label", "node", "labels"))
@@ -221,8 +222,8 @@ def test_fuzz_algebraic(fuzz):
     from treepe_nb.algebraic import GridAPE, SequenceAPE, TreeAPE
     def check(a):
         kind, dim, heads, extra, positions, x = a
-        make = {"seq": lambda: SequenceAPE(dim, heads=heads), "tree": lambda: TreeAPE(dim, n=extra, heads=heads),
-                "grid": lambda: GridAPE(dim, heads=heads, axes=extra)}[kind]
+        make = {"seq": lambda: SequenceAPE(dim, num_heads=heads), "tree": lambda: TreeAPE(dim, n=extra, num_heads=heads),
+                "grid": lambda: GridAPE(dim, num_heads=heads, axes=extra)}[kind]
         ape = accepts(make, ("dim", "heads", "n", "axes"))
         if ape is None or positions is None: return
         names = ("positions", "coords", "x", "n", "depth", "slot", "max_depth", "dim", "heads")
@@ -240,11 +241,11 @@ def test_fuzz_algebraic(fuzz):
 def test_fuzz_additive(fuzz):
     from treepe_nb.additive import AdditiveTreePE
     def check(a):
-        d_model, max_depth, max_sibling, num_types, positions, kinds = a
+        d_model, max_depth, max_sibling, num_kinds, positions, kinds = a
         pe = accepts(lambda: AdditiveTreePE(d_model=d_model, max_depth=max_depth, max_sibling=max_sibling,
-                                            num_types=num_types), ("d_model", "max_depth", "max_sibling", "num_types"))
+                                            num_kinds=num_kinds), ("d_model", "max_depth", "max_sibling", "num_kinds"))
         if pe is not None and positions is not None:
-            accepts(lambda: pe(positions, kinds), ("positions", "kinds", "depth", "sibling", "max_depth", "num_types"))
+            accepts(lambda: pe(positions, kinds), ("positions", "kinds", "depth", "sibling", "max_depth", "num_kinds"))
     fuzz(st.tuples(sizes, sizes, sizes, sizes, tree_positions(), tensors(max_ndim=2)), check)
 
 
@@ -272,11 +273,14 @@ def test_fuzz_tracking(fuzz):
 def test_public_signatures_use_one_vocabulary():
     "The names the fuzz cases call with (a mismatch would otherwise hide as an accepted TypeError)."
     from treepe_nb.additive import AdditiveTreePE
-    from treepe_nb.algebraic import TreeAPE
+    from treepe_nb.algebraic import GridAPE, SequenceAPE, TreeAPE
     from treepe_nb.stack import TreePositionalEncoding, stack_encode
     def params(f): return list(inspect.signature(f).parameters)
     assert params(SinusoidalPE)[:2] == params(LearnedPE)[:2] == ["d_model", "max_len"]
     assert params(stack_encode)[:3] == ["positions", "n", "max_depth"]
     assert params(TreePositionalEncoding)[:3] == ["d_model", "n", "max_depth"]
-    assert params(TreeAPE)[:3] == ["dim", "n", "heads"]
+    assert params(TreeAPE)[:3] == ["head_dim", "n", "num_heads"]
+    assert params(SequenceAPE)[:2] == params(GridAPE)[:2] == ["head_dim", "num_heads"]
+    assert params(ShawRelativeAttention)[:2] == ["d_model", "num_heads"]
+    assert params(AdditiveTreePE)[:4] == ["d_model", "max_depth", "max_sibling", "num_kinds"]
     assert params(AdditiveTreePE.forward)[1:3] == ["positions", "kinds"]

@@ -12,7 +12,8 @@ from treepe_nb.algebraic import SequenceAPE, TreeAPE, ape_to_rope
 from treepe_nb.sequence import LearnedPE, ShawRelativeAttention, SinusoidalPE, apply_rotary, frequencies, relative_attention
 from treepe_nb.stack import TreePositionalEncoding, compose, stack_encode
 from treepe_nb.tracking import ArityVocab, TreeTracker
-from treepe_nb.trees import Tree, TreePositions, batch_positions, collate_positions, python_functions, read_yaml
+from treepe_nb.trees import Tree, TreePositions, batch_positions, collate_positions
+from treepe_nb.readers import python_functions, read_yaml
 
 LONG = dict(dtype=torch.long)
 DEEP = Tree.from_sexpr("(a (b (c d)) e)")
@@ -133,7 +134,7 @@ CASES = {
     "SinusoidalPE d_model=-1": (lambda: SinusoidalPE(-1), ValueError, "d_model must be >= 1"),
     "SinusoidalPE max_len=0": (lambda: SinusoidalPE(8, 0), ValueError, "max_len must be >= 1"),
     "LearnedPE d_model=0": (lambda: LearnedPE(0, 4), ValueError, "d_model must be >= 1"),
-    "Shaw heads=0": (lambda: ShawRelativeAttention(8, 0, 2), ValueError, "heads must be >= 1"),
+    "Shaw num_heads=0": (lambda: ShawRelativeAttention(8, 0, 2), ValueError, "num_heads must be >= 1"),
     "Shaw max_distance=-1": (lambda: ShawRelativeAttention(8, 2, -1), ValueError, "max_distance must be >= 0"),
     "AdditiveTreePE d_model=8.0": (lambda: AdditiveTreePE(8.0, 4, 4), TypeError, "d_model must be an int"),
     "relative_attention shapes": (lambda: relative_attention(*[torch.randn(1, 2, 3, 4)] * 3, torch.randn(4, 4), torch.randn(4, 4)),
@@ -183,14 +184,14 @@ def test_one_node_trees_and_zero_width_paths_through_every_encoding():
 
 @pytest.mark.parametrize("p", [2**28, 2**32, 2**40, 2**62, 2**63 - 1, -(2**63 - 1)])
 def test_sequence_ape_stays_orthogonal_at_huge_positions(p):
-    ape = SequenceAPE(8, heads=2, init="rope_mixed")
+    ape = SequenceAPE(8, num_heads=2, init="rope_mixed")
     with torch.no_grad(): W = ape.powers(torch.tensor([p]))[0]            # [heads, 8, 8], float32
     assert torch.isfinite(W).all()
     assert (W.mT @ W - torch.eye(8)).abs().max() < 1e-5
 
 
 def test_sequence_ape_dense_table_and_rotary_limit():
-    ape = SequenceAPE(8, heads=1, init="random", std=0.5)
+    ape = SequenceAPE(8, num_heads=1, init="random", std=0.5)
     with torch.no_grad(): W = ape.powers(torch.arange(2**14))[:, 0]
     assert (W.mT @ W - torch.eye(8)).abs().max() < 1e-5
     x = torch.randn(1, 1, 1, 8).expand(1, 1, 2, 8)                          # one vector at two positions

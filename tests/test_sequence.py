@@ -114,8 +114,8 @@ def test_wrong_types_are_type_errors_naming_the_argument(call, arg):
     (lambda: LearnedPE(-1, 16), "d_model must be >= 1"),
     (lambda: LearnedPE(8, 0), "max_len must be >= 1"),
     (lambda: ShawRelativeAttention(0, 1, 2), "d_model must be >= 1"),      # was: ZeroDivisionError
-    (lambda: ShawRelativeAttention(8, 0, 2), "heads must be >= 1"),
-    (lambda: ShawRelativeAttention(8, -2, 2), "heads must be >= 1"),       # was: a module with heads=-2
+    (lambda: ShawRelativeAttention(8, 0, 2), "num_heads must be >= 1"),
+    (lambda: ShawRelativeAttention(8, -2, 2), "num_heads must be >= 1"),   # was: a module with heads=-2
     (lambda: ShawRelativeAttention(8, 2, -1), "max_distance must be >= 0"),
     (lambda: relative_positions(-1, 2, 1), "q_len must be >= 0"),
 ])

@@ -129,7 +129,7 @@ def test_python_ast_needs_text(source):
 
 
 def test_readers_refuse_wrong_types():
-    from treepe_nb.trees import python_functions
+    from treepe_nb.readers import python_functions
     with pytest.raises(TypeError): Tree.from_sexpr(["(a b)"])
     with pytest.raises(TypeError): Tree.from_json(object())
     with pytest.raises(TypeError): Tree.from_yaml(None)

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from torch import nn, Tensor
 from .sequence import sinusoidal
-from .trees import TreePositions, check_overflow, collate_positions, _first, _limit
-from .readers import NodeKind, YamlTree, read_yaml, _chain
+from .positions import TreePositions, check_limit, check_overflow, collate_positions, first_index
+from .readers import NodeKind, YamlTree, link_path, link_steps, read_yaml
 
 # %% auto #0
 __all__ = ['YamlNode', 'yaml_documents', 'yaml_nodes', 'AdditiveTreePE', 'YamlInputs', 'YamlVocab']
@@ -35,14 +35,12 @@ class YamlNode:
     @property
     def steps(self) -> tuple:
         "Keys and list indices from the document root: `functools.reduce(operator.getitem, steps, doc)` is the value."
-        return tuple(step for _, step, _ in _chain(self.link))
+        return link_steps(self.link)
 
     @property
     def path(self) -> str:
         "The path as text, e.g. `spec.template.spec.containers[0].name` (keys that are not identifiers are quoted)."
-        parts = []
-        for _, _, (bare, text) in _chain(self.link): parts.append(("." if bare and parts else "") + text)
-        return "".join(parts)
+        return link_path(self.link)
 
     def __repr__(self):
         return (
@@ -76,7 +74,7 @@ def _check_rows(values:Tensor, top:int, what:str, limit_name:str, truncate:bool|
     "A `ValueError` for the first entry below 0, or above `top` unless truncating (`None`: no overflow policy applies)."
     bad = (values < 0) if truncate else (values < 0) | (values > top)
     if bool(bad.any()):
-        i = _first(bad); v = int(values[i])
+        i = first_index(bad); v = int(values[i])
         hint = (f"; raise {limit_name}, or pass overflow='truncate' to use row {top} for it"
                 if truncate is False and v > top else "")
         raise ValueError(f"{what} {v} at index {i} is outside 0..{top} ({limit_name}={top}){hint}")
@@ -87,7 +85,7 @@ class AdditiveTreePE(nn.Module):
                  d_model:int, # size of each vector (the model width)
                  max_depth:int, # deepest depth allowed (root 0): the depth table has max_depth + 1 rows
                  max_sibling:int, # largest sibling index allowed: the sibling table has max_sibling + 1 rows
-                 num_types:int=len(NodeKind), # rows of the node-type table (4 for YAML: KEY, VALUE, LIST_KEY, LIST_VALUE)
+                 num_kinds:int=len(NodeKind), # rows of the node-kind table (4 for YAML: KEY, VALUE, LIST_KEY, LIST_VALUE)
                  depth_init:str="normal", # "normal" (random, like the other tables) or "sinusoidal" (the note's proposal)
                  overflow:str="raise", # depth or sibling past its limit: "raise", or "truncate" (use the last row)
                  lcrs:bool=False, # the positions are of LCRS-binarized trees: sibling = index before binarization
@@ -98,17 +96,17 @@ class AdditiveTreePE(nn.Module):
         if depth_init not in ("normal", "sinusoidal"):
             raise ValueError(f"depth_init must be 'normal' or 'sinusoidal', got {depth_init!r}")
         check_overflow(overflow)
-        d_model, max_depth = _limit(d_model, "d_model", 1), _limit(max_depth, "max_depth")
-        max_sibling, num_types = _limit(max_sibling, "max_sibling"), _limit(num_types, "num_types", 1)
+        d_model, max_depth = check_limit(d_model, "d_model", 1), check_limit(max_depth, "max_depth")
+        max_sibling, num_kinds = check_limit(max_sibling, "max_sibling"), check_limit(num_kinds, "num_kinds", 1)
         for name, v in (("init_std", init_std), ("depth_base", depth_base)):
             if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r:.40}")
-        self.d_model, self.max_depth, self.max_sibling, self.num_types = d_model, max_depth, max_sibling, num_types
+        self.d_model, self.max_depth, self.max_sibling, self.num_kinds = d_model, max_depth, max_sibling, num_kinds
         self.depth_init, self.overflow, self.lcrs = depth_init, overflow, lcrs
         self.init_std, self.depth_base = init_std, depth_base
         self.depth_emb = nn.Embedding(max_depth + 1, d_model)
         self.sibling_emb = nn.Embedding(max_sibling + 1, d_model)
-        self.type_emb = nn.Embedding(num_types, d_model)
+        self.type_emb = nn.Embedding(num_kinds, d_model)         # (its name kept: checkpoints hold `type_emb`)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -123,7 +121,7 @@ class AdditiveTreePE(nn.Module):
 
     def forward(self,
                 positions:TreePositions, # root paths `[*batch, K]` and depths `[*batch]` (-1: padding, encoded as zeros)
-                kinds:Tensor, # LongTensor `[*batch]` of node types (`NodeKind` values for YAML)
+                kinds:Tensor, # LongTensor `[*batch]` of node kinds (`NodeKind` values for YAML)
                ) -> Tensor: # `[*batch, d_model]`, in the dtype of the tables
         "The encoding of every node: depth and sibling index from `positions`, type from `kinds`."
         if not isinstance(positions, TreePositions):
@@ -139,7 +137,7 @@ class AdditiveTreePE(nn.Module):
     def embed(self,
               depth:Tensor, # LongTensor, any shape; -1 marks padding (its output is the zero vector)
               sibling:Tensor, # LongTensor, broadcastable with `depth`
-              kinds:Tensor, # LongTensor of node types, broadcastable with `depth`
+              kinds:Tensor, # LongTensor of node kinds, broadcastable with `depth`
              ) -> Tensor: # `[*broadcast shape, d_model]`
         "The sum of one row of each table for raw coordinates (what `forward` computes once it has read the positions)."
         for name, t in (("depth", depth), ("sibling", sibling), ("kinds", kinds)):
@@ -155,14 +153,14 @@ class AdditiveTreePE(nn.Module):
             _check_rows(
                 sibling.masked_fill(pad, 0), self.max_sibling, "sibling index", "max_sibling", truncate
             )
-            _check_rows(kinds.masked_fill(pad, 0), self.num_types - 1, "node type", "num_types - 1", None)
+            _check_rows(kinds.masked_fill(pad, 0), self.num_kinds - 1, "node kind", "num_kinds - 1", None)
         out = (self.depth_emb(depth.clamp(0, self.max_depth)) + self.sibling_emb(sibling.clamp(0, self.max_sibling))
                + self.type_emb(kinds.masked_fill(pad, 0)))                # [*batch, d_model]
         return out.masked_fill(pad[..., None], 0.0)
 
     def extra_repr(self):
         return (f"d_model={self.d_model}, max_depth={self.max_depth}, max_sibling={self.max_sibling}, "
-                f"num_types={self.num_types}, depth_init={self.depth_init!r}, overflow={self.overflow!r}, lcrs={self.lcrs}")
+                f"num_kinds={self.num_kinds}, depth_init={self.depth_init!r}, overflow={self.overflow!r}, lcrs={self.lcrs}")
 
 # %% ../nbs/05_additive.ipynb #a0267e64
 @dataclass

@@ -231,15 +231,16 @@ class PositionMaps:
     _layouts: dict = field(default_factory=dict, repr=False)
 
     @property
-    def heads(self) -> int: return self.maps.shape[1]
+    def num_heads(self) -> int: return self.maps.shape[1]
     @property
-    def dim(self) -> int: return self.maps.shape[-1]
+    def head_dim(self) -> int: return self.maps.shape[-1]
 
     def full(self) -> Tensor:
         "One map per token: `[*index.shape, heads, dim, dim]` (padding tokens get the zero matrix)."
-        z = torch.cat([self.maps, self.maps.new_zeros(1, self.heads, self.dim, self.dim)])
+        H, D = self.num_heads, self.head_dim
+        z = torch.cat([self.maps, self.maps.new_zeros(1, H, D, D)])
         flat = self.index.reshape(-1)
-        return z.index_select(0, flat.where(flat >= 0, len(self.maps))).view(*self.index.shape, self.heads, self.dim, self.dim)
+        return z.index_select(0, flat.where(flat >= 0, len(self.maps))).view(*self.index.shape, H, D, D)
 
     def rotate(self, *xs:Tensor # one or more tensors `[*batch, heads, length, dim]` (e.g. queries and keys)
               ) -> Tensor|tuple[Tensor, ...]: # `M x` per token for each, same shape and dtype
@@ -252,8 +253,9 @@ class PositionMaps:
         if any(x.shape != xs[0].shape for x in xs):
             raise ValueError(f"tensors rotated together must have one shape, got {[tuple(x.shape) for x in xs]}")
         x = xs[0] if len(xs) == 1 else torch.stack(xs)
-        if x.ndim < 3 or x.shape[-3] != self.heads or x.shape[-1] != self.dim:
-            raise ValueError(f"x must be [..., heads={self.heads}, length, dim={self.dim}], got {tuple(x.shape)}")
+        if x.ndim < 3 or x.shape[-3] != self.num_heads or x.shape[-1] != self.head_dim:
+            raise ValueError(f"x must be [..., num_heads={self.num_heads}, length, head_dim={self.head_dim}], "
+                             f"got {tuple(x.shape)}")
         *lead, H, L, d = x.shape
         if self.index.shape[-1] != L:
             raise ValueError(f"the positions are for {self.index.shape[-1]} tokens but x {tuple(x.shape)} has length {L}")
@@ -284,17 +286,20 @@ def _random_rotations(*shape, n:int) -> Tensor:
     Q, R = torch.linalg.qr(torch.randn(*shape, n, n, dtype=torch.float64))
     return Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))[..., None, :]
 
-def _initial_entries(n_gen:int, heads:int, dim:int, init:str, base:float, std:float) -> Tensor:
-    "Skew-symmetric entries `[n_gen, heads, dim*(dim-1)/2]` of the initial generators, in float64."
+def _initial_entries(n_gen:int, num_heads:int, head_dim:int, init:str, base:float, std:float) -> Tensor:
+    "Skew-symmetric entries `[n_gen, num_heads, head_dim*(head_dim-1)/2]` of the initial generators, in float64."
     if init not in _INITS: raise ValueError(f"init must be one of {_INITS}, got {init!r}")
     if isinstance(std, bool) or not isinstance(std, (int, float)) or not math.isfinite(std) or std < 0:
         raise ValueError(f"std must be a finite number >= 0, got {std!r:.40}")
-    if init == "random": return torch.randn(n_gen, heads, dim * (dim - 1) // 2, dtype=torch.float64) * std
-    if dim % 2: raise ValueError(f"init={init!r} rotates pairs of coordinates: dim must be even, got {dim} (or use init='random')")
-    angles = frequencies(n_gen * dim, base, dtype=torch.float64).view(dim // 2, n_gen).T   # generator g: every n_gen-th
-    S = rope_to_ape(angles)[:, None].expand(n_gen, heads, dim, dim)
+    d = head_dim
+    if init == "random": return torch.randn(n_gen, num_heads, d * (d - 1) // 2, dtype=torch.float64) * std
+    if d % 2:
+        raise ValueError(f"init={init!r} rotates pairs of coordinates: head_dim must be even, got {d} "
+                         f"(or use init='random')")
+    angles = frequencies(n_gen * d, base, dtype=torch.float64).view(d // 2, n_gen).T   # generator g: every n_gen-th
+    S = rope_to_ape(angles)[:, None].expand(n_gen, num_heads, d, d)
     if init == "rope_mixed":
-        P = _random_rotations(n_gen, heads, n=dim)
+        P = _random_rotations(n_gen, num_heads, n=d)
         S = P @ S @ P.mT
     return skew_entries(S)
 
@@ -306,16 +311,17 @@ def _same_values(snapshot:Tensor|None, p:Tensor) -> bool:
 class OrthogonalPE(nn.Module):
     "Orthogonal generators per head, each `exp(A - A^T)` of learned entries: the base of `SequenceAPE` and `TreeAPE`, whose `prepare` turns positions into maps."
     def __init__(self, n_gen:int, # generators per head: 1 for sequences, n (one per branch) for trees
-                 dim:int, # head dimension: the generators are dim x dim
-                 heads:int, # generators of their own for every head
+                 head_dim:int, # head dimension: the generators are head_dim x head_dim
+                 num_heads:int, # generators of their own for every head
                  init:str, # "rope", "rope_mixed" or "random" (see above)
                  base:float, # RoPE's wavelength scale, for the rope inits
                  std:float, # spread of the "random" init
                  dtype=None, # parameter dtype (default: torch's default dtype)
                 ):
         super().__init__()
-        self.dim, self.heads, self.init = _check_size(dim, "dim"), _check_size(heads, "heads"), init
-        entries = _initial_entries(_check_size(n_gen, "n"), heads, dim, init, base, std)
+        self.head_dim, self.num_heads = _check_size(head_dim, "head_dim"), _check_size(num_heads, "num_heads")
+        self.init = init
+        entries = _initial_entries(_check_size(n_gen, "n"), num_heads, head_dim, init, base, std)
         self.entries = nn.Parameter(entries.to(dtype or torch.get_default_dtype()))
         self.register_buffer("_cache", None, persistent=False)   # float64 generators, reused in eval mode
         self._cache_of = None                                    # the parameter values they were computed from
@@ -325,7 +331,7 @@ class OrthogonalPE(nn.Module):
         p = self.entries
         reuse = not self.training and not (torch.is_grad_enabled() and p.requires_grad) and not torch.compiler.is_compiling()
         if reuse and self._cache is not None and _same_values(self._cache_of, p): return self._cache
-        G = torch.linalg.matrix_exp(skew(p.to(torch.float64), self.dim))
+        G = torch.linalg.matrix_exp(skew(p.to(torch.float64), self.head_dim))
         if reuse: self._cache, self._cache_of = G, p.detach().clone()
         return G
 
@@ -345,7 +351,7 @@ class OrthogonalPE(nn.Module):
         return maps.rotate(x)
 
     forward = rotate
-    def extra_repr(self): return f"dim={self.dim}, heads={self.heads}, init={self.init!r}"
+    def extra_repr(self): return f"head_dim={self.head_dim}, num_heads={self.num_heads}, init={self.init!r}"
 
 def _check_integer(t, what:str):
     if not isinstance(t, Tensor) or t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
@@ -371,23 +377,23 @@ def _polar_step(X:Tensor) -> Tensor:
 
 class SequenceAPE(OrthogonalPE):
     "Algebraic PE of sequences: one orthogonal `W` per head, and position `p` acts as `W^p`."
-    def __init__(self, dim:int, # head dimension
-                 heads:int=1, # one generator per head
+    def __init__(self, head_dim:int, # head dimension
+                 num_heads:int=1, # one generator per head
                  init:str="rope", # "rope" (exactly RoPE), "rope_mixed" (RoPE in a random basis per head) or "random"
                  base:float=10000.0, # RoPE's wavelength scale, for the rope inits
                  std:float=0.02, # spread of the "random" init (generators near the identity)
                  dtype=None, # parameter dtype (default: torch's default dtype)
                 ):
-        super().__init__(1, dim, heads, init, base, std, dtype)
+        super().__init__(1, head_dim, num_heads, init, base, std, dtype)
 
     @classmethod
-    def from_rope(cls, dim:int, # head dimension (even)
-                  heads:int=1, # one generator per head, all starting at RoPE
+    def from_rope(cls, head_dim:int, # head dimension (even)
+                  num_heads:int=1, # one generator per head, all starting at RoPE
                   base:float=10000.0, # RoPE's base
                   dtype=None, # parameter dtype
                  ) -> SequenceAPE:
-        "An APE that starts exactly at RoPE (`apply_rotary`'s interleaved layout, `theta_i = base^(-2i/dim)`)."
-        return cls(dim, heads, init="rope", base=base, dtype=dtype)
+        "An APE that starts exactly at RoPE (`apply_rotary`'s interleaved layout, `theta_i = base^(-2i/head_dim)`)."
+        return cls(head_dim, num_heads, init="rope", base=base, dtype=dtype)
 
     def generator(self) -> Tensor: # `[heads, dim, dim]`
         "W of every head."
@@ -403,7 +409,8 @@ class SequenceAPE(OrthogonalPE):
         for _ in range(1, top.bit_length()): squares.append(_polar_step(squares[-1] @ squares[-1]))
         dt = _work_dtype(self.entries.dtype)
         squares = [s.to(dt) for s in squares]
-        eye = torch.eye(self.dim, dtype=dt, device=squares[0].device).expand(1, self.heads, self.dim, self.dim)
+        D = self.head_dim
+        eye = torch.eye(D, dtype=dt, device=squares[0].device).expand(1, self.num_heads, D, D)
         if top < 4 * len(p):                                      # W^0..W^top in ceil(log2(top+1)) products
             table = eye
             for step in squares:                                  # table holds W^0 .. W^(2^k - 1); step is W^(2^k)
@@ -460,15 +467,15 @@ class _PathProducts(torch.autograd.Function):
 
 class TreeAPE(OrthogonalPE):
     "Algebraic PE of trees: one orthogonal generator per branch and head; a node's map is the product along its root path."
-    def __init__(self, dim:int, # head dimension
+    def __init__(self, head_dim:int, # head dimension
                  n:int=2, # branching factor: child slots 0..n-1, one generator each
-                 heads:int=1, # generators per branch: one per head
+                 num_heads:int=1, # generators per branch: one per head
                  init:str="rope_mixed", # "rope_mixed", "rope" (branches commute at first) or "random"; see above
                  base:float=10000.0, # RoPE's wavelength scale, for the rope inits
                  std:float=0.02, # spread of the "random" init
                  dtype=None, # parameter dtype (default: torch's default dtype)
                 ):
-        super().__init__(n, dim, heads, init, base, std, dtype)
+        super().__init__(n, head_dim, num_heads, init, base, std, dtype)
         self.n = n
 
     def prepare(self, positions:TreePositions # whole root paths `[*batch, K]`, depths `[*batch]` (-1: padding)
@@ -498,7 +505,7 @@ class TreeAPE(OrthogonalPE):
             first, width, total = total, len(uniq), total + len(uniq)
         return PositionMaps(_PathProducts.apply(G, plan), index.view(positions.depth.shape))
 
-    def extra_repr(self): return f"dim={self.dim}, n={self.n}, heads={self.heads}, init={self.init!r}"
+    def extra_repr(self): return f"head_dim={self.head_dim}, n={self.n}, num_heads={self.num_heads}, init={self.init!r}"
 
 
 # %% ../nbs/04_algebraic.ipynb #3d05eef1
@@ -508,12 +515,12 @@ class DirectSumMaps:
     parts: list
 
     @property
-    def dim(self) -> int: return sum(p.dim for p in self.parts)
+    def head_dim(self) -> int: return sum(p.head_dim for p in self.parts)
 
     def full(self) -> Tensor: # `[*batch, heads, dim, dim]`, block-diagonal
         "One block-diagonal map per token."
         mats = [p.full() for p in self.parts]
-        out = mats[0].new_zeros(*mats[0].shape[:-2], self.dim, self.dim)
+        out = mats[0].new_zeros(*mats[0].shape[:-2], self.head_dim, self.head_dim)
         at = 0
         for m in mats:
             out[..., at:at + m.shape[-1], at:at + m.shape[-1]] = m
@@ -522,20 +529,21 @@ class DirectSumMaps:
 
     def rotate(self, *xs:Tensor) -> Tensor|tuple[Tensor, ...]:
         "Rotate each slice of the last dimension by its part (several tensors together, as `PositionMaps.rotate`)."
-        sizes = [p.dim for p in self.parts]
+        sizes = [p.head_dim for p in self.parts]
         L = self.parts[0].index.shape[-1]
         for x in xs:
-            if x.ndim < 2 or x.shape[-1] != self.dim or x.shape[-2] != L:
-                raise ValueError(f"x must be [..., length={L}, dim={self.dim}] for these coordinates, got {tuple(x.shape)}")
+            if x.ndim < 2 or x.shape[-1] != self.head_dim or x.shape[-2] != L:
+                raise ValueError(f"x must be [..., length={L}, head_dim={self.head_dim}] for these coordinates, "
+                                 f"got {tuple(x.shape)}")
         starts = [sum(sizes[:i]) for i in range(len(sizes))]
         out = [p.rotate(*(x[..., a:a + n] for x in xs)) for p, a, n in zip(self.parts, starts, sizes)]
         if len(xs) == 1: return torch.cat(out, -1)
         return tuple(torch.cat(parts, -1) for parts in zip(*out))
 
 class GridAPE(nn.Module):
-    "Algebraic PE of grids: the direct sum of one `SequenceAPE` per axis, each on `dim // axes` coordinates."
-    def __init__(self, dim:int, # head dimension, split evenly over the axes
-                 heads:int=1, # one generator per axis and head
+    "Algebraic PE of grids: the direct sum of one `SequenceAPE` per axis, each on `head_dim // axes` coordinates."
+    def __init__(self, head_dim:int, # head dimension, split evenly over the axes
+                 num_heads:int=1, # one generator per axis and head
                  axes:int=2, # coordinates per position
                  init:str="rope", # as in `SequenceAPE`, for every axis
                  base:float=10000.0, # RoPE's base, for the rope inits
@@ -543,13 +551,15 @@ class GridAPE(nn.Module):
                  dtype=None, # parameter dtype
                 ):
         super().__init__()
-        dim, heads, axes = _check_size(dim, "dim"), _check_size(heads, "heads"), _check_size(axes, "axes")
-        if dim % axes: raise ValueError(f"dim={dim} must split evenly over axes={axes}")
-        if init in ("rope", "rope_mixed") and (dim // axes) % 2:
-            raise ValueError(f"init={init!r} rotates pairs of coordinates: each axis gets dim // axes = {dim // axes} "
-                             f"coordinates (dim={dim}, axes={axes}), which must be even (or use init='random')")
-        self.dim, self.heads, self.axes = dim, heads, axes
-        self.per_axis = nn.ModuleList(SequenceAPE(dim // axes, heads, init, base, std, dtype) for _ in range(axes))
+        head_dim, num_heads = _check_size(head_dim, "head_dim"), _check_size(num_heads, "num_heads")
+        axes = _check_size(axes, "axes")
+        if head_dim % axes: raise ValueError(f"head_dim={head_dim} must split evenly over axes={axes}")
+        if init in ("rope", "rope_mixed") and (head_dim // axes) % 2:
+            raise ValueError(f"init={init!r} rotates pairs of coordinates: each axis gets head_dim // axes = "
+                             f"{head_dim // axes} coordinates (head_dim={head_dim}, axes={axes}), which must be even "
+                             f"(or use init='random')")
+        self.head_dim, self.num_heads, self.axes = head_dim, num_heads, axes
+        self.per_axis = nn.ModuleList(SequenceAPE(head_dim // axes, num_heads, init, base, std, dtype) for _ in range(axes))
 
     def prepare(self, coords:Tensor # integer coordinates `[*batch, length, axes]`
                ) -> DirectSumMaps:

@@ -14,10 +14,12 @@ import torch
 from torch import Tensor
 import yaml
 from fastcore.basics import patch
-from .trees import Tree, TreePositions, _EXIT, _check_label, _expanded_size, _limit, _node_array, _too_many
+from .trees import Tree, check_label, check_node_count, expanded_size
+from .positions import TreePositions, check_limit
 
 # %% auto #0
-__all__ = ['python_functions', 'NodeKind', 'YamlTree', 'read_yaml', 'stdlib_sources', 'stdlib_function_trees']
+__all__ = ['python_functions', 'NodeKind', 'link_steps', 'link_path', 'YamlTree', 'read_yaml', 'stdlib_sources',
+           'stdlib_function_trees']
 
 # %% ../nbs/01a_readers.ipynb #9931e88f
 _SKIP_FIELDS = {"ctx", "type_comment", "kind"}
@@ -54,7 +56,7 @@ def from_python_ast(cls:Tree, source:str|ast.AST # Python source code (a `str`),
             labels.append(type(node).__name__)
             kids = list(_ast_children(node))
             stack.extend((kid, i, k) for k, kid in reversed(list(enumerate(kids))))
-        else: labels.append(_check_label(node, i))
+        else: labels.append(check_label(node, i))
     return cls(labels, parent, slot, validate=False)
 
 def python_functions(source:str, # Python source code
@@ -75,6 +77,7 @@ def python_functions(source:str, # Python source code
 
 # %% ../nbs/01a_readers.ipynb #85866b59
 _JSON_SCALARS = (str, int, float, bool, type(None))
+_EXIT = object()                                  # marks the end of a container's children on the stack
 
 def _json_kids(v):
     if isinstance(v, dict): return (id(v), 1 + len(v), list(v.values()))
@@ -94,7 +97,7 @@ def from_json(cls:Tree, obj:Any, # JSON text (`str` or `bytes`), or a parsed val
               max_nodes:int=10_000_000, # refuse larger trees (containers shared by reference are counted expanded)
              ) -> Tree:
     "A JSON value as a tree: `{}` nodes with key children, `[]` nodes with items, scalars as leaves."
-    max_nodes = _limit(max_nodes, "max_nodes", 1)
+    max_nodes = check_limit(max_nodes, "max_nodes", 1)
     if isinstance(obj, (str, bytes, bytearray)):
         try: obj = json.loads(obj)
         except json.JSONDecodeError as e:
@@ -112,7 +115,7 @@ def from_json(cls:Tree, obj:Any, # JSON text (`str` or `bytes`), or a parsed val
             if id(v) in on_path:
                 raise ValueError(f"the document is cyclic: node {i} contains one of its ancestors")
             if v and id(v) in seen and not sized:                  # shared by reference: count the expansion first
-                _expanded_size(obj, _json_kids, max_nodes, "the document"); sized = True
+                expanded_size(obj, _json_kids, max_nodes, "the document"); sized = True
             on_path.add(id(v)); seen.add(id(v)); stack.append((_EXIT, id(v), None))
             labels.append("{}" if isinstance(v, dict) else "[]")
             if isinstance(v, dict):
@@ -121,7 +124,7 @@ def from_json(cls:Tree, obj:Any, # JSON text (`str` or `bytes`), or a parsed val
         elif isinstance(v, _Key):
             labels.append(_json_scalar(v.key, i, "key")); stack.append((v.value, i, 0))
         else: labels.append(_json_scalar(v, i))
-        _too_many(len(labels), max_nodes, "the document")
+        check_node_count(len(labels), max_nodes, "the document")
     return cls(labels, parent, slot, validate=False)
 
 @dataclass
@@ -293,6 +296,24 @@ def _attach(top, node):
     elif top[1] is None: top[1] = node
     else: top[0].value.append((top[1], node)); top[1] = None
 
+# %% ../nbs/01a_readers.ipynb #9cef57b5
+def _chain(link) -> list:
+    out = []
+    while link is not None: out.append(link); link = link[0]
+    return out[::-1]
+
+def link_steps(link:tuple|None, # a token's link `(parent link, step, (bare, text))`; None for the document root
+              ) -> tuple: # the keys and list indices from the document root
+    "Keys and list indices from the document root to a token: `functools.reduce(operator.getitem, steps, doc)`."
+    return tuple(step for _, step, _ in _chain(link))
+
+def link_path(link:tuple|None, # a token's link, as in `link_steps`
+             ) -> str: # e.g. `spec.containers[0].name`; "" for the document root
+    "The path of a token as text (keys that are not identifiers are quoted)."
+    parts = []
+    for _, _, (bare, text) in _chain(link): parts.append(("." if bare and parts else "") + text)
+    return "".join(parts)
+
 # %% ../nbs/01a_readers.ipynb #07b6f26a
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
@@ -303,11 +324,6 @@ def _key_fragment(key, tag:str, token:str) -> tuple[bool, str]:
             (True, key) if _BARE_KEY.fullmatch(key) else (False, f"[{json.dumps(key, ensure_ascii=False)}]")
         )
     return False, f"[!!{tag.rsplit(':', 1)[-1]} {token}]"
-
-def _chain(link) -> list:
-    out = []
-    while link is not None: out.append(link); link = link[0]
-    return out[::-1]
 
 @dataclass(eq=False)
 class YamlTree:
@@ -333,13 +349,11 @@ class YamlTree:
 
     def steps(self, i:int) -> tuple:
         "Keys and list indices from the document root to token `i`: `functools.reduce(operator.getitem, steps, doc)`."
-        return tuple(step for _, step, _ in _chain(self.links[i]))
+        return link_steps(self.links[i])
 
     def path(self, i:int) -> str:
         "The path of token `i` as text, e.g. `spec.containers[0].name` (keys that are not identifiers are quoted)."
-        parts = []
-        for _, _, (bare, text) in _chain(self.links[i]): parts.append(("." if bare and parts else "") + text)
-        return "".join(parts)
+        return link_path(self.links[i])
 
     def positions(self, max_depth:int|None=None, # deepest depth allowed (the tokens' numbering), and the path width K
                   overflow:str="raise", # deeper tokens: "raise", or "truncate" (keep the most recent max_depth steps)
@@ -429,7 +443,7 @@ def read_yaml(text:str|bytes, # a YAML document, or a stream of documents separa
     "Read YAML safely into one `YamlTree` per document: a `Tree` plus node kinds, tokens, places and paths."
     if not isinstance(text, (str, bytes)):
         raise TypeError(f"expected YAML text (str or bytes), got {type(text).__name__}")
-    max_nodes, max_nesting = _limit(max_nodes, "max_nodes", 1), _limit(max_nesting, "max_nesting", 1)
+    max_nodes, max_nesting = check_limit(max_nodes, "max_nodes", 1), check_limit(max_nesting, "max_nesting", 1)
     loader, libyaml_limit = _Loader(text), _libyaml_nesting(max_nesting + 1)   # ours is checked first, with our message
     try:
         return [None if _is_empty_document(root) else _walk(loader, root, doc, note)
@@ -459,38 +473,6 @@ def from_yaml(cls:Tree, text:str|bytes, # one YAML document
     return Tree([None], [-1], [-1]) if docs[0] is None else docs[0].tree
 
 # %% ../nbs/01a_readers.ipynb #9aab70b2
-@patch(cls_method=True)
-def from_parents(cls:Tree, labels:Sequence[Hashable], # one label per node, in any order
-                 parents:Sequence[int], # parent index per node (integers), -1 for the single root
-                ) -> Tree:
-    "A tree from a parent array in any node order; children are ordered by their index."
-    par = _node_array(parents, "parents")
-    n = len(par)
-    if n != len(labels): raise ValueError(f"got {len(labels)} labels but {n} parents")
-    for k, label in enumerate(labels): _check_label(label, k)
-    roots = np.flatnonzero(par < 0)
-    if len(roots) != 1:
-        raise ValueError(f"parents must mark exactly one root (a negative parent), found {len(roots)}: "
-                         f"nodes {roots.tolist()}")
-    bad = np.flatnonzero(par >= n)
-    if len(bad): raise ValueError(f"node {bad[0]} has parent {par[bad[0]]}, but there are only {n} nodes")
-    kids = np.argsort(par, kind="stable")[1:]
-    start = np.searchsorted(par[kids], np.arange(n + 1))
-    order, slots, parent_of, stack = [], [], {}, [(int(roots[0]), -1)]
-    while stack:
-        v, s = stack.pop()
-        order.append(v); slots.append(s)
-        ch = kids[start[v]:start[v + 1]]
-        stack.extend((int(c), k) for k, c in reversed(list(enumerate(ch))))
-    if len(order) != n:
-        lost = np.setdiff1d(np.arange(n), order)[0]
-        raise ValueError(
-            f"node {lost} ({labels[lost]!r}) is not connected to the root: its parents form a cycle"
-        )
-    new = np.empty(n, dtype=np.int64); new[order] = np.arange(n)
-    old_parent = par[order]
-    return cls([labels[v] for v in order], np.where(old_parent < 0, -1, new[old_parent.clip(0)]), slots, validate=False)
-
 _CONLLU_LABELS = ("form", "lemma", "upos", "xpos", "deprel")
 _CONLLU_FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
 

@@ -218,34 +218,34 @@ class ShawRelativeAttention(nn.Module):
     "Multi-head self-attention with Shaw et al.'s clipped relative position vectors in keys and values."
     def __init__(self,
                  d_model:int, # model width (> 0)
-                 heads:int, # number of heads (> 0); must divide `d_model`
+                 num_heads:int, # number of heads (> 0); must divide `d_model`
                  max_distance:int, # clipping distance k (>= 0): offsets beyond it share one vector
                  dropout:float=0.0, # dropout on attention weights, in [0, 1]
                  bias:bool=True, # biases in the projections
                  share_heads:bool=True, # one table for all heads (as in the paper) or one per head
                 ):
         super().__init__()
-        d_model, heads = _check_size(d_model, "d_model"), _check_size(heads, "heads")
+        d_model, num_heads = _check_size(d_model, "d_model"), _check_size(num_heads, "num_heads")
         max_distance = _check_size(max_distance, "max_distance", minimum=0)
-        if d_model % heads: raise ValueError(f"heads={heads} must divide d_model={d_model}")
+        if d_model % num_heads: raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
         if not (isinstance(dropout, numbers.Real) and 0 <= dropout <= 1):
             raise ValueError(f"dropout must be in [0, 1], got {dropout!r}")
-        self.heads, self.head_dim, self.max_distance = heads, d_model // heads, max_distance
+        self.num_heads, self.head_dim, self.max_distance = num_heads, d_model // num_heads, max_distance
         self.dropout = dropout
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         shape = (2 * max_distance + 1, self.head_dim)
-        if not share_heads: shape = (heads, *shape)
+        if not share_heads: shape = (num_heads, *shape)
         self.rel_keys = nn.Parameter(torch.randn(shape) * self.head_dim ** -0.5)
         self.rel_values = nn.Parameter(torch.randn(shape) * self.head_dim ** -0.5)
 
     def forward(self, x:Tensor, # `[batch, length, d_model]`
                 mask:Tensor|None=None, # bool, broadcasts to `[batch, heads, length, length]`; True = may attend
                ) -> Tensor: # `[batch, length, d_model]`
-        if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != self.heads * self.head_dim:
-            raise ValueError(f"x must be [batch, length, d_model={self.heads * self.head_dim}], "
+        if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != self.num_heads * self.head_dim:
+            raise ValueError(f"x must be [batch, length, d_model={self.num_heads * self.head_dim}], "
                              f"got {tuple(getattr(x, 'shape', ())) or type(x).__name__}")
-        qkv = self.qkv(x).unflatten(-1, (3, self.heads, self.head_dim))                # [B, L, 3, H, D]
+        qkv = self.qkv(x).unflatten(-1, (3, self.num_heads, self.head_dim))                # [B, L, 3, H, D]
         q, k, v = qkv.permute(2, 0, 3, 1, 4)                                            # 3 x [B, H, L, D]
         p = self.dropout if self.training else 0.0
         o = relative_attention(q, k, v, self.rel_keys, self.rel_values, mask, p)       # [B, H, L, D]

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import Tensor
 from fastcore.basics import patch
-from .trees import Tree, TreePositions, _children_csr
+from .trees import Tree, TreePositions, check_order, children_csr
 
 # %% auto #0
 __all__ = ['child_patterns', 'ArityVocab', 'TreeTracker']
@@ -17,7 +17,7 @@ __all__ = ['child_patterns', 'ArityVocab', 'TreeTracker']
 # %% ../nbs/03_tracking.ipynb #8e5cda33
 def child_patterns(tree:Tree) -> list[tuple[int, ...]]:
     "The sorted child slots of every node (preorder), e.g. `(0, 1)` for two children, `(1,)` for a lone right child."
-    kids, start = _children_csr(tree.parent)
+    kids, start = children_csr(tree.parent)
     slots = tree.slot[kids].tolist()
     return [tuple(slots[a:b]) for a, b in zip(start[:-1].tolist(), start[1:].tolist())]
 
@@ -170,7 +170,7 @@ class TreeTracker:
                  device=None, # where the state and the returned positions live (default: the CPU)
                  backend:str|None=None, # None: numpy on the CPU, torch elsewhere; "torch": always torch
                 ):
-        if order not in ("dfs", "bfs"): raise ValueError(f"order must be 'dfs' or 'bfs', got {order!r}")
+        check_order(order)
         if errors not in ("raise", "flag"): raise ValueError(f"errors must be 'raise' or 'flag', got {errors!r}")
         for name, v in (("batch_size", batch_size), ("n", n), ("max_depth", max_depth), ("max_nodes", max_nodes)):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool):

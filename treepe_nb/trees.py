@@ -5,16 +5,18 @@
 # %% ../nbs/01_trees.ipynb #ad38d534
 from __future__ import annotations
 import re
-from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Hashable, Sequence
+from typing import Any, Callable, Hashable, Sequence
 import numpy as np
 import torch
 from torch import Tensor
 from fastcore.basics import patch
+from .positions import TreePositions, check_limit, check_overflow, collate_positions
+_all_ = ["TreePositions", "check_overflow", "collate_positions"]         # still importable from here
 
 # %% auto #0
-__all__ = ['ORDERS', 'Tree', 'check_overflow', 'TreePositions', 'check_order', 'collate_positions', 'batch_positions']
+__all__ = ['ORDERS', 'check_label', 'Tree', 'children_csr', 'expanded_size', 'check_node_count', 'check_order', 'batch_positions',
+           'TreePositions', 'check_overflow', 'collate_positions']
 
 # %% ../nbs/01_trees.ipynb #2243199f
 def _chase(parent:np.ndarray, follow:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -26,6 +28,15 @@ def _chase(parent:np.ndarray, follow:np.ndarray) -> tuple[np.ndarray, np.ndarray
         if np.array_equal(nxt, stop): return stop, steps
         steps = steps + steps[stop]
         stop = nxt
+
+# %% ../nbs/01_trees.ipynb #1aa62bcb
+def check_label(label:Hashable, # the label of one node
+                node:int, # the node's index, for the error message
+               ) -> Hashable: # `label`
+    "`label` if it is hashable (labels are dictionary keys), else a `ValueError` naming the node."
+    try: hash(label)
+    except TypeError: raise ValueError(f"the label of node {node} is unhashable: {label!r:.60}") from None
+    return label
 
 # %% ../nbs/01_trees.ipynb #31972665
 _INT64 = np.iinfo(np.int64)
@@ -46,18 +57,6 @@ def _node_array(values, what:str) -> np.ndarray:
         if not _INT64.min <= x <= _INT64.max: raise ValueError(f"{what}[{k}] = {x} is outside the int64 range")
     raise TypeError(f"{what} must hold integers, got dtype {a.dtype}")
 
-def _limit(value, name:str, low:int=0) -> int:
-    "`value` if it is an int (not a bool) >= `low`: a `TypeError` or `ValueError` that names the argument."
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r:.40}")
-    if value < low: raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
-
-def _check_label(label, node):
-    try: hash(label)
-    except TypeError: raise ValueError(f"the label of node {node} is unhashable: {label!r:.60}") from None
-    return label
-
 class Tree:
     "An ordered tree with nodes in depth-first preorder: `labels`, `parent` (-1 at the root), `slot` (-1 at the root)."
     def __init__(self,
@@ -77,7 +76,7 @@ class Tree:
         if n == 0: raise ValueError("a tree needs at least one node (the root)")
         try: hash(tuple(self.labels))                             # labels are dictionary keys (vocabularies)
         except TypeError:
-            for i, label in enumerate(self.labels): _check_label(label, i)
+            for i, label in enumerate(self.labels): check_label(label, i)
         if len(par) != n or len(slot) != n:
             raise ValueError(f"labels, parent and slot must have one entry per node: got {n}, {len(par)}, {len(slot)}")
         if par[0] != -1 or slot[0] != -1:
@@ -138,14 +137,20 @@ class Tree:
         rank[0] = -1
         return rank
 
-# %% ../nbs/01_trees.ipynb #cfd9245d
-def _children_csr(parent:np.ndarray):
-    "Children of every node, in preorder: `kids[start[i]:start[i+1]]` are node i's children."
+# %% ../nbs/01_trees.ipynb #281ae7ce
+def children_csr(parent:np.ndarray, # parent index of each node, negative for the one root (any node order)
+                ) -> tuple[np.ndarray, np.ndarray]: # `kids` `[nodes - 1]` and `start` `[nodes + 1]`
+    "Children of every node in index order (preorder for a `Tree`): `kids[start[i]:start[i+1]]` are node i's."
     kids = np.argsort(parent, kind="stable")[1:]
     start = np.searchsorted(parent[kids], np.arange(len(parent) + 1))
     return kids, start
 
-def _expanded_size(root, kids_of, limit:int, what:str) -> int:
+# %% ../nbs/01_trees.ipynb #1d1629c2
+def expanded_size(root:Any, # the nested input
+                  kids_of:Callable, # None for a leaf, else `(key, own nodes, children)`; key: e.g. `id(obj)`
+                  max_nodes:int, # refuse an input that expands to more nodes
+                  what:str, # the input's name in error messages, e.g. "the document"
+                 ) -> int: # the number of nodes of `root` with every shared container expanded
     "Nodes of `root` once containers shared by reference are expanded, memoised per container (no recursion)."
     memo, on_path, stack = {}, set(), [(root, False)]
     def size(o):
@@ -157,17 +162,24 @@ def _expanded_size(root, kids_of, limit:int, what:str) -> int:
         key, own, kids = k
         if done:
             on_path.discard(key); memo[key] = own + sum(size(c) for c in kids)
-            if memo[key] > limit:
-                raise ValueError(f"{what} shares containers by reference and expands to more than max_nodes={limit} "
-                                 f"nodes; pass a larger max_nodes if that is intended")
+            if memo[key] > max_nodes:
+                raise ValueError(f"{what} shares containers by reference and expands to more than "
+                                 f"max_nodes={max_nodes} nodes; pass a larger max_nodes if that is intended")
         elif key not in memo:
             if key in on_path: raise ValueError(f"{what} is cyclic: a container contains itself")
             on_path.add(key); stack.append((obj, True)); stack.extend((c, False) for c in kids)
     return size(root)
 
-def _too_many(n:int, limit:int, what:str):
-    if n > limit: raise ValueError(f"{what} has more than max_nodes={limit} nodes; pass a larger max_nodes if that is intended")
+# %% ../nbs/01_trees.ipynb #268614c7
+def check_node_count(count:int, # nodes read so far
+                     max_nodes:int, # the limit
+                     what:str, # the input's name in error messages, e.g. "the document"
+                    ):
+    "A `ValueError` once an input being read has more than `max_nodes` nodes."
+    if count > max_nodes:
+        raise ValueError(f"{what} has more than max_nodes={max_nodes} nodes; pass a larger max_nodes if that is intended")
 
+# %% ../nbs/01_trees.ipynb #cfd9245d
 def _nested_kids(item):
     return (id(item[1]), 1, item[1]) if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], list) else None
 
@@ -178,7 +190,7 @@ def from_nested(cls:Tree, obj:Any, # `(label, [children])`, or a bare label for 
                 max_nodes:int=10_000_000, # refuse larger trees (child lists shared by reference are counted expanded)
                ) -> Tree:
     "Read a tree from nested `(label, [children])` tuples; a leaf is a bare label or `(label, [])`."
-    max_nodes = _limit(max_nodes, "max_nodes", 1)
+    max_nodes = check_limit(max_nodes, "max_nodes", 1)
     labels, parent, slot = [], [], []
     stack, on_path, seen, sized = [(obj, -1, -1)], set(), set(), False
     while stack:
@@ -189,7 +201,7 @@ def from_nested(cls:Tree, obj:Any, # `(label, [children])`, or a bare label for 
             label, kids = item
             if id(kids) in on_path: raise ValueError(f"the nested input is cyclic: node {i} contains one of its ancestors' child lists")
             if kids and id(kids) in seen and not sized:          # shared by reference: count the expansion first
-                _expanded_size(obj, _nested_kids, max_nodes, "the nested input"); sized = True
+                expanded_size(obj, _nested_kids, max_nodes, "the nested input"); sized = True
             on_path.add(id(kids)); seen.add(id(kids))
             stack.append((_EXIT, id(kids), None))
             stack.extend((kid, i, k) for k, kid in reversed(list(enumerate(kids))))
@@ -198,15 +210,15 @@ def from_nested(cls:Tree, obj:Any, # `(label, [children])`, or a bare label for 
         elif isinstance(item, tuple):
             raise ValueError(f"node {i} is a tuple {item!r:.60} that is not (label, [children]): a leaf label may not be a tuple")
         else: label = item
-        labels.append(_check_label(label, i)); parent.append(p); slot.append(s)
-        _too_many(len(labels), max_nodes, "the nested input")
+        labels.append(check_label(label, i)); parent.append(p); slot.append(s)
+        check_node_count(len(labels), max_nodes, "the nested input")
     return cls(labels, parent, slot, validate=False)
 
 @patch
 def to_nested(self:Tree):
     "The inverse of `Tree.from_nested`: leaves as bare labels, other nodes as `(label, [children])`."
     if self.has_gaps: raise ValueError("a tree with empty child slots has no nested form (see `unlcrs`)")
-    kids, start = _children_csr(self.parent)
+    kids, start = children_csr(self.parent)
     out = [None] * len(self)
     for i in range(len(self) - 1, -1, -1):                        # children before parents: no recursion
         ch = kids[start[i]:start[i + 1]]
@@ -264,6 +276,38 @@ def to_sexpr(self:Tree) -> str:
         parts.append(("(" if internal[i] else "") + _atom(self.labels[i]) + ")" * int(closes[i]))
     return " ".join(parts)
 
+# %% ../nbs/01_trees.ipynb #e6df7739
+@patch(cls_method=True)
+def from_parents(cls:Tree, labels:Sequence[Hashable], # one label per node, in any order
+                 parents:Sequence[int], # parent index per node (integers), -1 for the single root
+                ) -> Tree:
+    "A tree from a parent array in any node order; children are ordered by their index."
+    par = _node_array(parents, "parents")
+    n = len(par)
+    if n != len(labels): raise ValueError(f"got {len(labels)} labels but {n} parents")
+    for k, label in enumerate(labels): check_label(label, k)
+    roots = np.flatnonzero(par < 0)
+    if len(roots) != 1:
+        raise ValueError(f"parents must mark exactly one root (a negative parent), found {len(roots)}: "
+                         f"nodes {roots.tolist()}")
+    bad = np.flatnonzero(par >= n)
+    if len(bad): raise ValueError(f"node {bad[0]} has parent {par[bad[0]]}, but there are only {n} nodes")
+    kids, start = children_csr(par)
+    order, slots, parent_of, stack = [], [], {}, [(int(roots[0]), -1)]
+    while stack:
+        v, s = stack.pop()
+        order.append(v); slots.append(s)
+        ch = kids[start[v]:start[v + 1]]
+        stack.extend((int(c), k) for k, c in reversed(list(enumerate(ch))))
+    if len(order) != n:
+        lost = np.setdiff1d(np.arange(n), order)[0]
+        raise ValueError(
+            f"node {lost} ({labels[lost]!r}) is not connected to the root: its parents form a cycle"
+        )
+    new = np.empty(n, dtype=np.int64); new[order] = np.arange(n)
+    old_parent = par[order]
+    return cls([labels[v] for v in order], np.where(old_parent < 0, -1, new[old_parent.clip(0)]), slots, validate=False)
+
 # %% ../nbs/01_trees.ipynb #09549dc5
 @patch
 def lcrs(self:Tree) -> Tree:
@@ -295,64 +339,6 @@ def unlcrs(self:Tree) -> Tree:
     slot = steps.copy(); slot[0] = -1
     return Tree(self.labels, parent, slot, validate=False)
 
-# %% ../nbs/01_trees.ipynb #a083f7ea
-def _index(flat:int, shape) -> tuple:
-    "The index tuple of entry `flat` of a tensor of `shape` (C order)."
-    return tuple(int(i) for i in np.unravel_index(int(flat), tuple(shape))) if len(shape) else ()
-
-def _first(mask:Tensor) -> tuple:
-    "Index of the first True entry of `mask` (which has at least one)."
-    return _index(int(mask.reshape(-1).to(torch.int8).argmax()), mask.shape)
-
-def _integer_tensor(t, what:str) -> Tensor:
-    "`t` if it is an integer tensor, else a `TypeError` naming `what`."
-    if not isinstance(t, Tensor): raise TypeError(f"{what} must be a torch.Tensor of integers, got {type(t).__name__}")
-    if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
-        raise TypeError(f"{what} must hold integers, got dtype {t.dtype}")
-    return t
-
-_OVERFLOW = ("raise", "truncate")
-
-def check_overflow(overflow:str) -> str:
-    "`overflow` if it is one of the library's two policies, else a `ValueError`."
-    if overflow not in _OVERFLOW: raise ValueError(f"overflow must be 'raise' or 'truncate', got {overflow!r}")
-    return overflow
-
-@dataclass(eq=False)
-class TreePositions:
-    "Root paths of a set of nodes: `paths` `[*batch, K]` (slot per depth, root first, -1 past the node's depth), `depth` `[*batch]` (-1: padding)."
-    paths: Tensor
-    depth: Tensor
-    trusted: bool = field(default=False, repr=False)   # built by this library: well formed, `check` only tests limits
-
-    def __post_init__(self):
-        _integer_tensor(self.paths, "TreePositions.paths"); _integer_tensor(self.depth, "TreePositions.depth")
-        if self.paths.dim() < 1 or self.paths.shape[:-1] != self.depth.shape:
-            raise ValueError(f"TreePositions.paths must be [*batch, K] for depth [*batch]: got paths "
-                             f"{tuple(self.paths.shape)} and depth {tuple(self.depth.shape)}")
-        if self.paths.device != self.depth.device:
-            raise ValueError(f"TreePositions.paths is on {self.paths.device} but depth is on {self.depth.device}")
-
-    @property
-    def max_depth(self) -> int:
-        "The path width `K`: the deepest depth whose whole root path is stored (deeper nodes keep their last K steps)."
-        return self.paths.shape[-1]
-    @property
-    def shape(self) -> torch.Size: return self.depth.shape
-    @property
-    def device(self) -> torch.device: return self.depth.device
-    @property
-    def mask(self) -> Tensor:
-        "True for real nodes, False for padding (depth -1)."
-        return self.depth >= 0
-    def to(self, device) -> TreePositions: return TreePositions(self.paths.to(device), self.depth.to(device), self.trusted)
-    def __getitem__(self, idx) -> TreePositions: return TreePositions(self.paths[idx], self.depth[idx], self.trusted)
-    def __len__(self): return len(self.depth)
-    def __eq__(self, other):
-        return isinstance(other, TreePositions) and self.paths.shape == other.paths.shape and \
-               bool((self.paths == other.paths).all()) and bool((self.depth == other.depth).all())
-    __hash__ = None
-
 # %% ../nbs/01_trees.ipynb #ac9e2158
 ORDERS = ("dfs", "bfs")                    # the two linearisations of a tree
 
@@ -369,7 +355,7 @@ _MAX_PATH_ENTRIES = 2 ** 28                                  # 2 GiB of int64 ro
 def _check_paths_request(depth:np.ndarray, K:int, overflow:str, name) -> int:
     "Validate a root-path request (policy, width, size, depths) and return `K`."
     check_overflow(overflow)
-    K = _limit(K, "max_depth")
+    K = check_limit(K, "max_depth")
     n = len(depth)
     if n * K > _MAX_PATH_ENTRIES:
         raise ValueError(f"root paths for {n} nodes x max_depth {K} would take {n * K * 8 / 2**30:.1f} GiB; "
@@ -440,7 +426,7 @@ def positions(self:Tree, order:str="dfs", # "dfs" or "bfs": the order of the ret
              ) -> TreePositions:
     "Root paths and depths of the nodes, listed in `order`."
     K = int(self.depth.max()) if max_depth is None else max_depth
-    idx = self.order(order) if order in ("dfs", "bfs") else None
+    idx = self.order(order) if order in ORDERS else None
     paths = _root_paths(self.parent, self.slot, self.depth, K, overflow, self._node, bfs=order == "bfs")
     if idx is None: self.order(order)                                     # the error for an unknown order
     depth = self.depth if order == "dfs" else self.depth[idx]
@@ -448,25 +434,6 @@ def positions(self:Tree, order:str="dfs", # "dfs" or "bfs": the order of the ret
 
 
 # %% ../nbs/01_trees.ipynb #ed6ab724
-def collate_positions(items:Sequence[TreePositions] # one per sequence, each `[length_i, K_i]`
-                     ) -> TreePositions: # `[batch, max length, max K]`; padding has depth -1 and paths -1
-    "Pad a list of `TreePositions` into one batch."
-    if not items: raise ValueError("collate_positions needs at least one TreePositions")
-    for b, p in enumerate(items):
-        if not isinstance(p, TreePositions): raise TypeError(f"item {b} is a {type(p).__name__}, not TreePositions")
-        if p.depth.dim() != 1: raise ValueError(f"item {b} has shape {tuple(p.shape)}: collate one sequence per item")
-    L = max(len(p) for p in items); K = max(p.max_depth for p in items)
-    for b, p in enumerate(items):
-        if p.max_depth < K and len(p) and bool((p.depth > p.max_depth).any()):
-            raise ValueError(f"item {b} keeps {p.max_depth} steps of its deeper nodes' paths (overflow='truncate') but "
-                             f"the batch is {K} wide: compute every item with the same max_depth")
-    paths = items[0].paths.new_full((len(items), L, K), -1)
-    depth = items[0].depth.new_full((len(items), L), -1)
-    for b, p in enumerate(items):                               # one copy per sequence, not per node
-        paths[b, :len(p), :p.max_depth] = p.paths
-        depth[b, :len(p)] = p.depth
-    return TreePositions(paths, depth, trusted=all(p.trusted for p in items))
-
 def batch_positions(trees:Sequence[Tree], # the trees of one batch
                     order:str="dfs", # "dfs" or "bfs"
                     max_depth:int|None=None, # deepest depth allowed and path width K (default: the deepest tree's depth)
@@ -485,94 +452,13 @@ def batch_positions(trees:Sequence[Tree], # the trees of one batch
     def name(i): return f"tree {tree_of[i]}: {trees[tree_of[i]]._node(i - offsets[tree_of[i]])}"
     paths = _root_paths(parent, slot, depth, K, overflow, name)
     local = np.arange(len(depth)) - np.repeat(offsets, sizes)
-    if order == "bfs": idx = np.lexsort((local, depth, tree_of))          # by tree, then depth, then preorder
-    elif order == "dfs": idx = np.arange(len(depth))
-    else: raise ValueError(f"order must be 'dfs' or 'bfs', got {order!r}")
+    if check_order(order) == "bfs": idx = np.lexsort((local, depth, tree_of))   # by tree, then depth, then preorder
+    else: idx = np.arange(len(depth))
     out_paths = np.full((len(trees), sizes.max(), K), -1, dtype=np.int64)
     out_depth = np.full((len(trees), sizes.max()), -1, dtype=np.int64)
     out_paths[tree_of, local] = paths[idx]
     out_depth[tree_of, local] = depth[idx]
     return TreePositions(torch.from_numpy(out_paths), torch.from_numpy(out_depth), trusted=True)
-
-# %% ../nbs/01_trees.ipynb #71a15b41
-@patch
-def check(self:TreePositions,
-          n:int|None=None, # branching factor: slots must be in 0 .. n-1 (None: any slot >= 0)
-          max_depth:int|None=None, # deepest depth allowed, the root being 0 (None: no limit)
-          overflow:str="raise", # deeper nodes: "raise", or "truncate" (they keep their most recent max_depth steps)
-          what:str="positions", # the name of the argument in error messages
-         ) -> TreePositions: # `self`, so that `encode(positions.check(n, max_depth))` reads naturally
-    "Check well-formedness and the limits `n` and `max_depth`; a `ValueError` names the first offending node."
-    check_overflow(overflow)
-    if n is not None: n = _limit(n, "the branching factor n", 1)
-    if max_depth is not None: max_depth = _limit(max_depth, "max_depth")
-    d, paths, K = self.depth, self.paths, self.max_depth
-    if d.numel() == 0: raise ValueError(f"{what} is an empty batch (shape {tuple(d.shape)}): there is nothing to encode")
-    if torch.compiler.is_compiling(): return self
-    def node(i): return f"{what}: the node at index {i}"
-    if not self.trusted:
-        if bool((d < -1).any()):
-            i = _first(d < -1); raise ValueError(f"{node(i)} has depth {int(d[i])}; depths are >= 0, or -1 for padding")
-        inside = torch.arange(K, device=d.device) < d.clamp(0, K)[..., None]            # [*batch, K] stored steps
-        bad = inside & (paths < 0)
-        if bool(bad.any()):
-            i = _first(bad)
-            raise ValueError(f"{node(i[:-1])} has slot {int(paths[i])} at depth {i[-1] + 1}: a root path holds a "
-                             f"slot >= 0 at every depth of its node")
-        bad = ~inside & (paths != -1)
-        if bool(bad.any()):
-            i = _first(bad)
-            raise ValueError(f"{node(i[:-1])} has depth {int(d[i[:-1]])} but slot {int(paths[i])} at step {i[-1]} "
-                             f"of its root path; entries past a node's depth must be -1")
-    deepest = int(d.max())
-    if max_depth is not None and overflow == "raise" and deepest > max_depth:
-        i = _first(d > max_depth)
-        raise ValueError(f"{node(i)} has depth {int(d[i])} > max_depth={max_depth}; raise max_depth, or pass "
-                         f"overflow='truncate' to keep its most recent {max_depth} steps (Shiv & Quirk's truncation)")
-    need = d if max_depth is None or overflow == "raise" else d.clamp(max=max_depth)
-    if min(deepest, max_depth if overflow == "truncate" and max_depth is not None else deepest) > K:
-        i = _first(need > K)
-        raise ValueError(f"{node(i)} has depth {int(d[i])} but its root path keeps only {K} steps (positions built "
-                         f"with max_depth={K}, overflow='truncate'); build them with max_depth >= {int(need[i])}")
-    if n is not None and paths.numel() and int(paths.max()) >= n:
-        i = _first(paths >= n)
-        raise ValueError(f"{node(i[:-1])} takes slot {int(paths[i])} at depth {i[-1] + 1}, but n={n} allows slots "
-                         f"0..{n - 1}; binarize the trees with Tree.lcrs() (n=2) or raise n")
-    return self
-
-# %% ../nbs/01_trees.ipynb #99f8e297
-@patch(as_prop=True)
-def slot(self:TreePositions) -> Tensor: # `[*batch]`
-    "Each node's own child slot (the last step of its root path); -1 for roots and padding."
-    K = self.max_depth
-    if K == 0:
-        if not torch.compiler.is_compiling() and bool((self.depth > 0).any()):
-            i = _first(self.depth > 0)
-            raise ValueError(f"positions: the node at index {i} has depth {int(self.depth[i])}, but the positions keep "
-                             f"no step of the root paths (built with max_depth=0, overflow='truncate'), so its slot "
-                             f"and sibling index are unknown; build them with max_depth >= 1")
-        return torch.full_like(self.depth, -1)
-    last = (self.depth.clamp(max=K) - 1).clamp(min=0)                       # [*batch] column of the node's own step
-    own = self.paths.gather(-1, last[..., None]).squeeze(-1).to(self.depth.dtype)
-    return torch.where(self.depth > 0, own, torch.full_like(own, -1))
-
-@patch
-def sibling(self:TreePositions,
-            lcrs:bool=False, # the positions are of an LCRS-binarized tree: count the right steps that end the path
-           ) -> Tensor: # `[*batch]`, 0 for roots and padding
-    "Each node's index among its siblings: its slot, or for an LCRS tree its index before binarization."
-    if not lcrs: return self.slot.clamp(min=0)
-    K, d = self.max_depth, self.depth
-    stored = d.clamp(0, K)
-    col = torch.arange(K, device=d.device)
-    other = (self.paths != 1) & (col < stored[..., None])                    # [*batch, K] steps that are not "right"
-    last = torch.where(other, col, -1).amax(-1) if K else torch.full_like(d, -1)
-    cut = (d > K) & (last < 0)                                               # all kept steps are right steps
-    if bool(cut.any()):
-        i = _first(cut)
-        raise ValueError(f"positions: the node at index {i} has depth {int(d[i])} but its path keeps only {K} steps, "
-                         f"all right steps: its sibling index is unknown; build positions with a larger max_depth")
-    return (stored - 1 - last).to(d.dtype)
 
 # %% ../nbs/01_trees.ipynb #0ef469cf
 @patch
@@ -612,7 +498,7 @@ def draw(self:Tree, ax=None, # matplotlib axes (default: a new figure)
     import matplotlib.pyplot as plt
     if len(self) > max_nodes: raise ValueError(f"the tree has {len(self)} nodes; drawing is for at most max_nodes={max_nodes}")
     n, depth = len(self), self.depth
-    kids, start = _children_csr(self.parent)
+    kids, start = children_csr(self.parent)
     x = np.zeros(n)
     leaf = np.bincount(self.parent[1:], minlength=n) == 0
     x[leaf] = np.arange(leaf.sum())
@@ -632,15 +518,3 @@ def draw(self:Tree, ax=None, # matplotlib axes (default: a new figure)
                 bbox=dict(boxstyle="round", fc="lightyellow" if leaf[i] else "lightblue", ec="0.4"))
     ax.set_xlim(x.min() - 0.8, x.max() + 0.8); ax.set_ylim(-depth.max() - 0.6, 0.6); ax.axis("off")
     return ax
-
-# %% ../nbs/01_trees.ipynb #911d1046
-_READERS = ("NodeKind", "YamlTree", "read_yaml", "python_functions", "stdlib_sources", "stdlib_function_trees")
-
-def __getattr__(name):
-    "The readers' module-level names, importable from `treepe_nb.trees` as well."
-    if name in _READERS:
-        from treepe_nb import readers
-        return getattr(readers, name)
-    raise AttributeError(f"module 'treepe_nb.trees' has no attribute {name!r}")
-
-from . import readers as _readers          # Tree.from_json, Tree.from_yaml, ... come with the model

@@ -1,0 +1,132 @@
+"""The layout of the package, read with `ast` from `treepe_nb/*.py` (nbdev's `_modidx.py` skipped): no module imports a
+private name (leading underscore) from another module of the package, the modules' imports (module level and inside
+functions) form no cycle, and no module is longer than 600 lines. Each rule is a small function over a dict of module
+sources, checked on synthetic examples first (so that the rule can fail), then on the package itself."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "treepe_nb"
+ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+MAX_LINES = 600
+INIT = "__init__"
+
+
+def package_sources(root:Path=ROOT) -> dict[str, str]:
+    "Module name -> source of every module of the package (`__init__` included, `_modidx` skipped)."
+    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(root.glob("*.py")) if p.name != "_modidx.py"}
+
+
+def package_imports(source:str, modules:set[str]) -> list[tuple[str, str|None, int]]:
+    """(module imported, name imported from it or None for the module itself, line) for every import of a module of
+    the package, at any depth (module level, functions, methods): `from .x import n`, `from treepe_nb.x import n`,
+    `from . import x`, `from treepe_nb import x`, `import treepe_nb.x`. A name imported from the package itself that
+    is not a module counts as imported from `__init__`."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                parts = a.name.split(".")
+                if parts[0] == PACKAGE and len(parts) > 1 and parts[1] in modules: out.append((parts[1], None, node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 1: parts = (node.module or "").split(".") if node.module else []
+            elif node.level == 0 and node.module and node.module.split(".")[0] == PACKAGE: parts = node.module.split(".")[1:]
+            else: continue
+            if parts:                                                  # from .x import n / from treepe_nb.x import n
+                if parts[0] in modules: out.extend((parts[0], a.name, node.lineno) for a in node.names)
+            else:                                                      # from . import x / from treepe_nb import x
+                out.extend((a.name, None, node.lineno) if a.name in modules else (INIT, a.name, node.lineno)
+                           for a in node.names)
+    return out
+
+
+def private_imports(sources:dict[str, str]) -> dict[str, list[str]]:
+    "Per module, the private names it imports from another module of the package (dunder names are not private)."
+    modules, bad = set(sources), {}
+    for name, src in sources.items():
+        for target, imported, line in package_imports(src, modules):
+            if target == name or imported is None: continue
+            if imported.startswith("_") and not (imported.startswith("__") and imported.endswith("__")):
+                bad.setdefault(name, []).append(f"line {line}: {imported} from {target}")
+    return bad
+
+
+def import_cycle(sources:dict[str, str]) -> list[str]|None:
+    "One cycle of the graph 'module -> modules it imports' (as `[a, b, ..., a]`), or None if there is none."
+    modules = set(sources)
+    graph = {m: sorted({t for t, _, _ in package_imports(src, modules) if t != m}) for m, src in sources.items()}
+    state, path = {}, []                                               # state: 1 on the current path, 2 finished
+    def visit(m):                                                      # the graph has a dozen nodes: recursion is fine
+        state[m] = 1; path.append(m)
+        for t in graph.get(m, []):
+            if state.get(t) == 1: return path[path.index(t):] + [t]
+            if t not in state and (found := visit(t)): return found
+        state[m] = 2; path.pop()
+        return None
+    for m in sorted(graph):
+        if m not in state and (found := visit(m)): return found
+    return None
+
+
+def long_modules(sources:dict[str, str], limit:int=MAX_LINES) -> dict[str, int]:
+    "Modules with more than `limit` lines, and their line counts."
+    return {m: n for m, src in sources.items() if (n := len(src.splitlines())) > limit}
+
+
+# The rules on synthetic packages: each must be able to fail.
+
+@pytest.mark.parametrize("source, expected", [
+    ("from .trees import Tree, _limit", ["line 1: _limit from trees"]),
+    ("from treepe_nb.readers import _chain", ["line 1: _chain from readers"]),
+    ("def f():\n    from .trees import _first\n    return _first", ["line 2: _first from trees"]),
+    ("class A:\n    def m(self):\n        from treepe_nb.trees import _x, y", ["line 3: _x from trees"]),
+    ("from treepe_nb import _private", [f"line 1: _private from {INIT}"]),
+    ("from .trees import Tree, check_limit\nfrom . import trees\nimport treepe_nb.trees", []),
+    ("from ._vendored import _x\nfrom numpy import _NoValue\nfrom .trees import __doc__", []),   # not modules of ours
+])
+def test_private_import_rule(source, expected):
+    sources = {"trees": "def _limit(): pass", "readers": "", "user": source}
+    assert private_imports(sources).get("user", []) == expected
+
+
+@pytest.mark.parametrize("sources, cycle", [
+    ({"a": "from .b import x", "b": "import numpy"}, None),
+    ({"a": "from .b import x", "b": "from .a import y"}, ["a", "b", "a"]),
+    ({"a": "from .b import x", "b": "def f():\n    from treepe_nb.c import z", "c": "from . import a"}, ["a", "b", "c", "a"]),
+    ({"a": "import treepe_nb.b", "b": "class K:\n    def m(self):\n        import treepe_nb.a"}, ["a", "b", "a"]),
+    ({INIT: "from . import b", "b": "from .c import x", "c": ""}, None),            # the package importing a module
+    ({"a": "from .a import x"}, None),                                               # a module's own name: no edge
+])
+def test_import_cycle_rule(sources, cycle):
+    assert import_cycle(sources) == cycle
+
+
+def test_long_module_rule():
+    assert long_modules({"short": "x = 1\n" * MAX_LINES, "long": "x = 1\n" * (MAX_LINES + 1)}) == {"long": MAX_LINES + 1}
+
+
+# The package itself.
+
+SOURCES = package_sources()
+
+
+def test_the_package_is_read():
+    assert {"trees", "positions", "readers", "sequence", "stack", "tracking", "algebraic", "additive", INIT} <= set(SOURCES)
+    assert "_modidx" not in SOURCES
+
+
+@pytest.mark.parametrize("module", sorted(SOURCES))
+def test_no_private_name_crosses_a_module_boundary(module):
+    assert private_imports(SOURCES).get(module, []) == []
+
+
+def test_no_import_cycle():
+    assert import_cycle(SOURCES) is None
+
+
+@pytest.mark.parametrize("module", sorted(SOURCES))
+def test_module_length(module):
+    assert long_modules({module: SOURCES[module]}) == {}, f"{module}.py is longer than {MAX_LINES} lines"
