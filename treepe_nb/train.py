@@ -21,7 +21,8 @@ from tqdm.auto import tqdm
 
 from .attention import ENCODINGS, check_encoding
 from .model import Transformer, TransformerConfig, exact_match
-from .tasks import TASKS, Batch, Task, make_task
+from .tasks import TASKS, Task, make_task
+from .batching import Batch
 
 # %% auto #0
 __all__ = ['SMALL_TASKS', 'TrainConfig', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
