@@ -139,7 +139,7 @@ def random_binary_trees(rng:np.random.Generator, # from `task_rng`
 
 # %% ../nbs/08_generators.ipynb #100ba89e
 def flat_trees(trees:Sequence[Tree] # several trees
-              ) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]: # labels, parents (-1 at roots), slots, tree of each node
+              ) -> tuple: # labels (a list), parents (-1 at roots), slots, and the tree of each node (int64 arrays)
     "All nodes of several trees in flat arrays, tree after tree; parents index the concatenation."
     if not len(trees):
         empty = np.zeros(0, np.int64)

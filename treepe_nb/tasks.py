@@ -28,12 +28,12 @@ __all__ = ['TASKS', 'PRESETS', 'register_task', 'task_settings', 'TaskConfig', '
 TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, order, **settings) -> dict
 
 def _builder_settings(builder:Callable) -> tuple[dict, bool]:
-    "A builder's settings (keyword parameters after seed, sizes, order) with their defaults; and whether it takes **kwargs."
+    "A builder's settings (keyword parameters after seed, sizes, order) and defaults; whether it takes **kwargs."
     params = list(inspect.signature(builder).parameters.values())[3:]
     return ({p.name: p.default for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)},
             any(p.kind == p.VAR_KEYWORD for p in params))
 
-def register_task(name:str, # the task's name; a `seq-` or `tree-` prefix gives it the presets' sequence or tree settings
+def register_task(name:str, # the task's name; a prefix `seq-` or `tree-` gives it the presets' settings
                   builder:Callable, # `builder(seed, sizes, order, **settings) -> dict` (see the text above)
                   replace:bool=False, # allow replacing a task registered under that name
                  ) -> Callable: # the builder
@@ -148,7 +148,7 @@ class TaskConfig:
     order: str = "dfs"                 # linearisation and generation order of tree targets ("dfs" or "bfs")
     sizes: tuple = (1000, 100, 100)    # train, dev, test examples (real tasks: at most these, in these proportions)
     seed: int = 0                      # every random draw of the data derives from it (`task_rng`)
-    preset: str = "small"              # "small": smaller trees and words than the papers (`PRESETS`); "paper": the builders' defaults
+    preset: str = "small"              # "small": smaller trees and words (`PRESETS`); "paper": the builders' defaults
     options: dict = field(default_factory=dict)   # task settings over the preset, e.g. {"depth_mean": 7}
     max_depth: int|None = None         # deepest tree depth allowed (None: the deepest tree of the data)
 
@@ -184,7 +184,7 @@ class TaskConfig:
 
     @property
     def settings(self) -> dict:
-        "The builder's settings of this config: the preset's for the task's family (those the builder takes), then `options`."
+        "The builder's settings: the preset's for the task's family (those the builder takes), then `options`."
         takes, any_key = _builder_settings(TASKS[self.name])
         preset = PRESETS[self.preset].get(self.family, {})
         return {**{k: v for k, v in preset.items() if any_key or k in takes}, **self.options}
@@ -351,8 +351,8 @@ def draw(self:Task, i:int=0, # example index
 # %% ../nbs/08c_tasks.ipynb #5d170e25
 def _ast_token(label, cls) -> str: return label if cls in (None, "name") else repr(label)
 
-def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_example_nodes:int=256, max_tree_depth:int=64,
-                    max_words:int=48, min_count:int=3):
+def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_example_nodes:int=256,
+                    max_tree_depth:int=64, max_words:int=48, min_count:int=3):
     fns, report = docstring_functions(None if modules is None else tuple(modules))
     frac = np.cumsum(sizes) / sum(sizes)
     rows = [[], [], []]
@@ -394,8 +394,8 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_exa
         for e, ids in zip(examples, arity_ids(tgt_vocab, [e.tgt for e in examples], unknown="<unk>")):
             e.tgt_ids = ids
     return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="sequence", target="tree", n=2,
-                info=dict(report, max_example_nodes=max_example_nodes, max_tree_depth=max_tree_depth, max_words=max_words,
-                          min_count=min_count,
+                info=dict(report, max_example_nodes=max_example_nodes, max_tree_depth=max_tree_depth,
+                          max_words=max_words, min_count=min_count,
                           source_of_data="the CPython standard library of this machine", licence="PSF License Agreement"))
 
 register_task("py-docstring2ast", _docstring_task, replace=True)
