@@ -38,7 +38,10 @@ setuptools.setup(
         f"Programming Language :: Python :: {min_python}",
     ],
     packages=setuptools.find_packages(include=[cfg["lib_name"], cfg["lib_name"] + ".*"]),
-    include_package_data=True,
+    # data files shipped inside the package (settings.ini `package_data`: globs under the package folder), e.g. the
+    # YAML sample corpus with its NOTICE and licence texts; MANIFEST.in lists the same files for the sdist
+    package_data={cfg["lib_name"]: cfg.get("package_data", "").split()},
+    include_package_data=False,
     python_requires=f">={min_python}",
     install_requires=requirements,
     extras_require={"dev": dev_requirements},

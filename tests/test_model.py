@@ -7,7 +7,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from treepe_nb.attention import ENCODINGS
-from treepe_nb.model import Transformer, TransformerConfig, decoder_batch, encoder_batch, exact_match
+from treepe_nb.batching import decoder_batch, encoder_batch
+from treepe_nb.model import Transformer, TransformerConfig, exact_match
 from treepe_nb.tracking import ArityVocab
 from treepe_nb.trees import Tree, TreePositions
 

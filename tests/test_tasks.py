@@ -1,5 +1,6 @@
-"""Property tests for `treepe_nb.tasks`: the tree tasks' semantics against independent recursive definitions,
-determinism, and the collate conventions."""
+"""Property tests for the tasks (`treepe_nb.tasks`) and their parts (`generators`, `batching`, `corpora`): the tree
+tasks' semantics against independent recursive definitions, determinism, the collate conventions, `TaskConfig`'s
+checks, and the YAML sample shipped in the wheel."""
 import ast
 import hashlib
 from collections import Counter
@@ -10,8 +11,9 @@ import torch
 from hypothesis import given, settings, strategies as st
 from torch.utils.data import DataLoader, DistributedSampler
 
-from treepe_nb.tasks import (PRESETS, Collator, SeqVocab, TASKS, TaskConfig, arity_ids, c3_step, make_task,
-                             random_binary_trees, register_task, rotate, task_rng, tree_depths, tree_op, tree_ops_source)
+from treepe_nb.batching import Collator, Example, SeqVocab, arity_ids
+from treepe_nb.generators import c3_step, random_binary_trees, rotate, task_rng, tree_depths, tree_op, tree_ops_source
+from treepe_nb.tasks import PRESETS, TASKS, TaskConfig, make_task, register_task
 from treepe_nb.trees import Tree
 
 
@@ -271,7 +273,7 @@ def test_yaml_keys_fingerprint_is_stable():
 def test_py_docstring2ast_split_by_module_and_policies():
     import hashlib as _h, sysconfig
     from pathlib import Path
-    from treepe_nb.tasks import ast_leaf_classes, docstring_tokens
+    from treepe_nb.corpora import ast_leaf_classes, docstring_tokens
     root = Path(sysconfig.get_paths()["stdlib"])
     modules = sorted(p.relative_to(root).as_posix() for p in (root / "json").glob("*.py")) + \
               sorted(p.relative_to(root).as_posix() for p in (root / "email").glob("*.py"))
@@ -381,7 +383,6 @@ def test_register_task_user_builder_with_kwargs():
         return dict(splits=[[Example(w, w, w + 3, w + 3)] * n for w, n in zip(words, sizes)],
                     src_vocab=SeqVocab(range(1, 10)), tgt_vocab=SeqVocab(range(1, 10)),
                     source="sequence", target="sequence", info=dict(settings))
-    from treepe_nb.tasks import Example
     register_task("toy-anything", build)
     try:
         task = make_task("toy-anything", sizes=(2, 1, 1), colour="blue")      # **settings: any setting is accepted

@@ -17,7 +17,7 @@ from .stack import stack_encode
 from .algebraic import TreeAPE
 from .tracking import TreeTracker
 from .sequence import apply_rotary
-from .tasks import random_binary_trees, tree_depths
+from .generators import random_binary_trees, tree_depths
 from .train import TrainConfig, build, batch_loss
 from .model import ModelConfig
 from .tasks import TaskConfig

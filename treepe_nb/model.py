@@ -18,7 +18,7 @@ from .tracking import ArityVocab, TreeTracker
 
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'check_number', 'ModelConfig', 'TransformerConfig', 'EncoderLayer', 'DecoderLayer', 'Transformer',
-           'encoder_batch', 'decoder_batch', 'DecoderState', 'exact_match']
+           'DecoderState', 'exact_match']
 
 # %% ../nbs/07_model.ipynb #30947805
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}   # the feed-forward block's non-linearity
@@ -298,47 +298,6 @@ class Transformer(nn.Module):
             return self.head(memory)
         if tgt_pos is None: raise ValueError("tgt_pos is missing: give the positions of tgt_ids")
         return self.decode(tgt_ids, tgt_pos, memory, mask, prep, tgt_kinds)
-
-# %% ../nbs/07_model.ipynb #6395e6db
-def encoder_batch(sources:Sequence, # `Tree`s (with `vocab`) or lists of token ids
-                  vocab:ArityVocab|None=None, # the vocabulary of tree sources
-                  order:str="bfs", # the order trees are written out in
-                  max_depth:int=32, # deepest depth (the path width K)
-                 ) -> tuple[Tensor, Tensor|TreePositions]: # ids `[B, S]` and positions `[B, S]` / `[B, S, K]`
-    "Padded source ids and positions."
-    if vocab is not None:
-        rows = [vocab.encode(t, order) for t in sources]
-        positions = batch_positions(list(sources), order, max_depth)
-    else: rows = [torch.as_tensor(list(s), dtype=torch.long) for s in sources]
-    ids = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True)
-    if vocab is None: positions = torch.arange(ids.shape[1]).expand_as(ids).clone()
-    return ids, positions
-
-# %% ../nbs/07_model.ipynb #77f5d863
-def decoder_batch(targets:Sequence, # `Tree`s (with `vocab`) or lists of token ids (with 0, 1, 2 reserved)
-                  vocab:ArityVocab|None=None, # the vocabulary of tree targets
-                  order:str="dfs", # the generation order of trees
-                  max_depth:int=32, # deepest depth (the path width K)
-                  start_id:int=1, end_id:int=2, # the start and end ids of sequence targets
-                 ) -> tuple[Tensor, Tensor|TreePositions, Tensor]: # inputs `[B, T+1]`, their positions, labels `[B, T+1]`
-    "Teacher-forcing inputs `<start> y_0 .. y_{T-1}` at `root, pos(y_0) ..` and labels `y_0 .. y_{T-1} <end>`."
-    if vocab is not None: start_id, end_id = vocab.start, vocab.end
-    rows = [
-        vocab.encode(t, order) if vocab is not None else torch.as_tensor(list(t), dtype=torch.long)
-        for t in targets
-    ]
-    inputs = torch.nn.utils.rnn.pad_sequence(
-        [torch.cat([r.new_tensor([start_id]), r]) for r in rows], batch_first=True
-    )
-    labels = torch.nn.utils.rnn.pad_sequence(
-        [torch.cat([r, r.new_tensor([end_id])]) for r in rows], batch_first=True
-    )
-    if vocab is None: return inputs, torch.arange(inputs.shape[1]).expand_as(inputs).clone(), labels
-    pos = batch_positions(list(targets), order, max_depth)                             # [B, T, K]
-    B, K = len(rows), pos.paths.shape[-1]
-    root = TreePositions(pos.paths.new_full((B, 1, K), -1), pos.depth.new_zeros(B, 1))  # the start token: the root
-    positions = TreePositions(torch.cat([root.paths, pos.paths], 1), torch.cat([root.depth, pos.depth], 1), trusted=True)
-    return inputs, positions, labels
 
 # %% ../nbs/07_model.ipynb #d986951e
 @dataclass(eq=False)

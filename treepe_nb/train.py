@@ -21,7 +21,8 @@ from tqdm.auto import tqdm
 
 from .attention import ENCODINGS
 from .model import ModelConfig, Transformer, check_number, exact_match
-from .tasks import PRESETS, TASKS, Batch, Task, TaskConfig, make_task
+from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
+from .batching import Batch
 
 # %% auto #0
 __all__ = ['TrainConfig', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
