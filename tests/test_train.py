@@ -142,3 +142,14 @@ def test_plot_run_from_a_fresh_interpreter(tmp_path):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                          env={**os.environ, "MPLBACKEND": "Agg"})
     assert res.returncode == 0 and res.stdout.strip() == "1", res.stderr[-2000:]
+
+
+def test_readme_config_file_example_is_valid(tmp_path):
+    "The config file shown in the README (task:/model: sections) reads into the configuration it describes."
+    import re
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", readme, re.S).group(1)
+    (tmp_path / "run.yaml").write_text(block)
+    cfg, _ = config_from_args(["--config", str(tmp_path / "run.yaml")])
+    assert (cfg.task.name, cfg.task.order, cfg.task.preset, cfg.model.decay, cfg.model.tie_embeddings, cfg.steps) == \
+        ("tree-rotate", "bfs", "paper", 0.98, True, 5000)
