@@ -12,8 +12,9 @@ import torch
 
 from treepe_nb.model import ModelConfig
 from treepe_nb.tasks import TaskConfig
-from treepe_nb.train import (TrainConfig, config_from_args, eval_cli, load_checkpoint, read_metrics, save_checkpoint,
-                             train, train_cli)
+from treepe_nb.cli import config_from_args, eval_cli, train_cli
+from treepe_nb.runs import load_checkpoint, read_metrics, save_checkpoint
+from treepe_nb.train import TrainConfig, train
 
 SMALL_TASK = TaskConfig(sizes=(512, 32, 32), options={"depth_mean": 3.0, "depth_std": 0.3})
 
@@ -54,7 +55,7 @@ def test_two_processes_follow_one(tmp_path):
     args = ["--sizes", "64", "8", "8", "--steps", "6", "--batch-size", "16", "--d-model", "32", "--dropout", "0",
             "--eval-every", "0", "--eval-examples", "2", "--no-progress", "--device", "cpu", "--threads", "1"]
     script = tmp_path / "train_script.py"
-    script.write_text("from treepe_nb.train import train_cli\ntrain_cli()\n")
+    script.write_text("from treepe_nb.cli import train_cli\ntrain_cli()\n")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     subprocess.run([sys.executable, str(script), *args, "--out", str(tmp_path / "one")], check=True, env=env,
                    capture_output=True, text=True)

@@ -16,7 +16,8 @@ import yaml
 import torch
 from tqdm.auto import tqdm
 from .trees import Tree
-from .train import TrainConfig, build, train, evaluate, decode_split, load_checkpoint, read_metrics
+from .train import TrainConfig, build, train, evaluate, decode_split
+from .runs import load_checkpoint, read_metrics
 from .model import ModelConfig
 from .tasks import TaskConfig
 from .model import exact_match
@@ -120,7 +121,8 @@ def run_cell(cfg:TrainConfig, # the cell
             ) -> dict: # what was written
     "Train one cell, score its dev-best checkpoint on the test split, and store a small JSON record of the run."
     t0 = time.perf_counter()
-    train(cfg, progress=False)
+    resume = (Path(cfg.out) / "last.pt").exists()              # an attempt that was cut off continues exactly
+    train(cfg, progress=False, resume=resume, overwrite=not resume)
     seconds = time.perf_counter() - t0
     task, model = build(cfg)
     ck = load_checkpoint(Path(cfg.out) / "best.pt")

@@ -34,7 +34,9 @@ def check_number(cfg, # a config (any object)
     v = getattr(cfg, name)
     ok_type = isinstance(v, kind) if kind is int else isinstance(v, (int, float))
     if isinstance(v, bool) or not ok_type or (kind is float and not math.isfinite(v)):
-        raise ValueError(f"{name} must be {'an integer' if kind is int else 'a finite number'}, got {v!r}")
+        hint = (" (text, not a number: YAML reads 3e-3 as text, write 3.0e-3)" if isinstance(v, str) else
+                " (a whole number is needed)" if kind is int and isinstance(v, float) and math.isfinite(v) else "")
+        raise ValueError(f"{name} must be {'an integer' if kind is int else 'a finite number'}, got {v!r}{hint}")
     if v < low or (low_open and v == low) or v > high or (high_open and v == high):
         raise ValueError(f"{name} must be in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}, "
                          f"got {v!r}")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_train.ipynb #5b08539a
 from __future__ import annotations
-import argparse, contextlib, json, math, os, random, sys, time
+import contextlib, json, math, os, random, signal, sys, threading, time
 from dataclasses import dataclass, field, fields, asdict, replace
 from pathlib import Path
 from typing import Sequence
@@ -14,7 +14,6 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 import yaml
-from fastcore.docments import docments
 from torch import Tensor, nn
 from torch.utils.data import DistributedSampler
 from tqdm.auto import tqdm
@@ -23,11 +22,13 @@ from .attention import ENCODINGS
 from .model import ModelConfig, Transformer, check_number, exact_match
 from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
 from .batching import Batch
+from .runs import (RunLock, append_record, load_checkpoint, read_metrics, rng_state, save_checkpoint,
+                            set_rng_state, truncate_records)
 
 # %% auto #0
-__all__ = ['TrainConfig', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
-           'save_checkpoint', 'load_checkpoint', 'read_metrics', 'train', 'plot_run', 'config_from_args', 'train_cli',
-           'eval_cli']
+__all__ = ['BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', 'nested_settings', 'warmup_cosine',
+           'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate', 'resume_changes', 'Interrupted',
+           'train', 'plot_run']
 
 # %% ../nbs/09_train.ipynb #35a7941b
 def _default_model() -> ModelConfig: return ModelConfig(pe="ape-tree")
@@ -46,11 +47,12 @@ class TrainConfig:
     clip: float = 1.0                # gradient-norm clipping (0: off)
     eval_every: int = 250            # steps between evaluations on dev (0: at the end only)
     eval_examples: int = 100         # examples of a split decoded for exact match (0: all of them)
+    checkpoint_every: int = 100      # steps between saves of last.pt besides the evaluations (0: at evaluations only)
     beam: int|None = None            # beam width of decoding (None: greedy)
     max_output_nodes: int = 256      # the most nodes a decoded tree may have
     device: str = "auto"             # cpu, cuda, cuda:N, or auto (cuda when there is one)
     amp: bool = True                 # bf16 autocast on CUDA
-    threads: int|None = None         # CPU threads of torch (None: its default)
+    threads: int|None = None         # CPU threads of torch (None: 1 on machines with at most 4 cores, else torch's default)
     out: str = "runs/default"        # the run folder: config, metrics, checkpoints
     best_metric: str = "exact_match" # dev metric that picks best.pt: exact_match, token_accuracy or perplexity
 
@@ -61,14 +63,18 @@ class TrainConfig:
         if not isinstance(self.task, TaskConfig): raise TypeError(f"task must be a TaskConfig, got {self.task!r}")
         if not isinstance(self.model, ModelConfig): raise TypeError(f"model must be a ModelConfig, got {self.model!r}")
         for name in ("steps", "batch_size", "max_output_nodes"): check_number(self, name, int, 1)
-        for name in ("warmup", "eval_every", "eval_examples"): check_number(self, name, int, 0)
+        for name in ("warmup", "eval_every", "eval_examples", "checkpoint_every"): check_number(self, name, int, 0)
         check_number(self, "lr", float, 0, low_open=True)
         for name in ("weight_decay", "clip"): check_number(self, name, float, 0)
         check_number(self, "label_smoothing", float, 0, 1, high_open=True)
         if self.beam is not None: check_number(self, "beam", int, 1)
         if self.threads is not None: check_number(self, "threads", int, 1)
-        if self.best_metric not in _BEST:
-            raise ValueError(f"best_metric must be one of {', '.join(_BEST)}, got {self.best_metric!r}")
+        if not isinstance(self.out, str) or not self.out:
+            raise ValueError(f"out must be a folder name, got {self.out!r}")
+        if not isinstance(self.amp, bool): raise ValueError(f"amp must be true or false, got {self.amp!r}")
+        check_device(self.device)
+        if self.best_metric not in BEST_METRICS:
+            raise ValueError(f"best_metric must be one of {', '.join(BEST_METRICS)}, got {self.best_metric!r}")
 
     @property
     def seed(self) -> int:
@@ -85,9 +91,18 @@ class TrainConfig:
     def from_dict(cls, d:dict # `to_dict`'s form, or the flat form of records and checkpoints written before the spine
                  ) -> TrainConfig:
         "A `TrainConfig` from plain data; the one converter of old flat configurations."
-        return cls(**_nested(d))
+        return cls(**nested_settings(d))
 
-_BEST = {"exact_match": 1, "token_accuracy": 1, "perplexity": -1}   # +1: higher is better
+def check_device(device:str # "auto", "cpu", "cuda", "cuda:N", "mps", ...
+                ) -> str: # `device`
+    "`device` if torch can name such a device (whether it is present is checked when a run starts)."
+    if device == "auto": return device
+    try: torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device must be auto, cpu, cuda, cuda:N or another torch device name, got {device!r}") from None
+    return device
+
+BEST_METRICS = {"exact_match": 1, "token_accuracy": 1, "perplexity": -1}   # +1: higher is better
 
 # %% ../nbs/09_train.ipynb #dd37ae81
 _FLAT_TASK = {"task": "name", "order": "order", "sizes": "sizes", "seed": "seed"}
@@ -96,8 +111,9 @@ _FLAT_MODEL_SETTINGS = dict(activation="gelu", decay=None, max_distance=16, cros
                             tie_embeddings=False, max_len=1024)         # what flat-config runs used
 _RENAMED_OPTIONS = {"max_nodes": "max_example_nodes"}                  # task options renamed with the spine
 
-def _nested(d:dict) -> dict:
-    "`TrainConfig` keyword arguments from a nested or flat configuration mapping."
+def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the flat form of before the sections
+                   ) -> dict: # `TrainConfig`'s keyword arguments (`task`, `model` as mappings)
+    "The one converter of configuration mappings, nested or flat, into `TrainConfig`'s arguments."
     if not isinstance(d, dict): raise TypeError(f"a configuration must be a mapping, got {type(d).__name__}")
     d = dict(d)
     task = d.pop("task", None)
@@ -230,45 +246,6 @@ def evaluate(model:Transformer, # the model (not a DDP wrapper)
     return {"perplexity": math.exp(nll / max(tokens, 1)), "token_accuracy": right / max(tokens, 1),
             "exact_match": whole / decoded if decoded else None, "tokens": tokens, "decoded": decoded}
 
-# %% ../nbs/09_train.ipynb #2f649e0b
-def _rng_state() -> dict:
-    name, keys, pos, gauss, cached = np.random.get_state()
-    return {"python": random.getstate(), "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, gauss, cached),
-            "torch": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
-
-def _set_rng_state(s:dict):
-    random.setstate(tuple(tuple(x) if isinstance(x, list) else x for x in s["python"]))
-    name, keys, pos, gauss, cached = s["numpy"]
-    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, gauss, cached))
-    torch.set_rng_state(s["torch"])
-    if s["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(s["cuda"][: torch.cuda.device_count()])
-
-def save_checkpoint(path:str|Path, # the file (its folder must exist)
-                    **state, # what to keep: model, optimizer, scheduler state dicts, step, config, ...
-                   ) -> Path:
-    "Write a checkpoint atomically (temporary file, then rename), with the random states of every generator."
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save({**state, "rng": _rng_state()}, tmp)
-    os.replace(tmp, path)
-    return path
-
-def load_checkpoint(path:str|Path, # a checkpoint file, or a run folder (its best.pt, else last.pt)
-                   ) -> dict:
-    "Read a checkpoint onto the CPU; a clear error for a missing or unreadable file."
-    path = Path(path)
-    if path.is_dir():
-        found = [p for p in (path / "best.pt", path / "last.pt") if p.exists()]
-        if not found: raise FileNotFoundError(f"no checkpoint (best.pt or last.pt) in {path}")
-        path = found[0]
-    if not path.exists(): raise FileNotFoundError(f"no checkpoint at {path}")
-    try: return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:
-        raise ValueError(
-            f"cannot read the checkpoint {path} (corrupt or not a treepe_nb checkpoint): {e}"
-        ) from None
-
 # %% ../nbs/09_train.ipynb #58082ba6
 def _setup_distributed(device:str) -> tuple[int, int, torch.device]:
     "Rank, world size and device; joins the process group when started by `torchrun`."
@@ -288,33 +265,65 @@ def _all_sum(x:Tensor, world:int) -> Tensor:
     if world > 1: dist.all_reduce(x)
     return x
 
-def _log(path:Path, record:dict):
-    with open(path, "a") as f: f.write(json.dumps(record) + "\n")
-
-def _keep_records(path:Path, step:int):
-    "Drop records written after the checkpoint a run resumes from (they will be written again)."
-    if not path.exists(): return
-    lines = [l for l in path.read_text().splitlines() if l.strip() and json.loads(l)["step"] <= step]
-    path.write_text("".join(l + "\n" for l in lines))
-
 def _better(metric:str, new:float, old:float|None) -> bool:
-    return old is None or _BEST[metric] * (new - old) > 0
-
-# %% ../nbs/09_train.ipynb #85e685b3
-def read_metrics(run:str|Path # a run folder
-                ) -> tuple[list[dict], list[dict]]: # training records, evaluation records
-    "The records of a run folder's `metrics.jsonl`: per training step, and per evaluation."
-    path = Path(run) / "metrics.jsonl"
-    if not path.exists():
-        raise FileNotFoundError(f"no metrics.jsonl in {run}: not a run folder, or nothing recorded yet")
-    rows = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
-    return [r for r in rows if r["split"] == "train"], [r for r in rows if r["split"] != "train"]
+    return old is None or BEST_METRICS[metric] * (new - old) > 0
 
 # %% ../nbs/09_train.ipynb #dfd40648
+RESUMABLE_CHANGES = ("steps", "eval_every", "eval_examples", "checkpoint_every", "device", "amp", "threads", "out")
+
+def _flat_settings(cfg:TrainConfig) -> dict:
+    "Every setting as `section.field: value` (the task's and the model's prefixed)."
+    d = cfg.to_dict()
+    return {**{f"{s}.{k}": v for s in ("task", "model") for k, v in d.pop(s).items()}, **d}
+
+def resume_changes(stored:TrainConfig, # the configuration a run folder was started with
+                   new:TrainConfig, # the configuration a resume asks for
+                  ) -> dict: # setting -> (stored, new) for the settings a resume may change (`RESUMABLE_CHANGES`)
+    "What a resumed run changes; a `ValueError` naming every setting it may not (those change the model or the data)."
+    a, b = _flat_settings(stored), _flat_settings(new)
+    changed = {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+    refused = {k: v for k, v in changed.items() if k not in RESUMABLE_CHANGES}
+    if refused:
+        raise ValueError("a resumed run keeps the model, the data and the optimiser of the run it continues; these "
+                         "differ: " + "; ".join(f"{k} {x!r} -> {y!r}" for k, (x, y) in refused.items()) +
+                         " (start a new run in another folder instead)")
+    return changed
+
+class Interrupted(KeyboardInterrupt):
+    "A run stopped by Ctrl-C or SIGTERM at a step boundary, after saving last.pt (resume continues it exactly)."
+
+_RUN_FILES = ("config.yaml", "metrics.jsonl", "last.pt", "best.pt", "summary.json")
+
+def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> dict|None:
+    "Check what the folder holds against what was asked; returns the checkpoint to resume from, if any."
+    held = [f for f in _RUN_FILES if (out / f).exists()]
+    if resume:
+        if not (out / "last.pt").exists():
+            raise FileNotFoundError(f"nothing to resume in {out}: no last.pt there" +
+                                    ("" if out.exists() else " (the folder does not exist)"))
+        stored = TrainConfig.from_dict(yaml.safe_load((out / "config.yaml").read_text()))
+        for k, (x, y) in resume_changes(stored, cfg).items():
+            print(f"resuming {out} with {k} {x!r} -> {y!r}", file=sys.stderr)
+        return load_checkpoint(out / "last.pt", require=("model", "optimizer", "scheduler", "step", "rng"))
+    if held and not overwrite:
+        raise FileExistsError(f"{out} already holds a run ({', '.join(held)}): continue it with --resume, or "
+                              f"replace it with --overwrite")
+    for f in (*_RUN_FILES, *(p.name for p in out.glob("eval_*.json"))): (out / f).unlink(missing_ok=True)
+    return None
+
+def _stop_signals(stop:dict):
+    "Ctrl-C and SIGTERM set `stop['signal']` (the loop stops at the next step boundary); a second one interrupts at once."
+    if threading.current_thread() is not threading.main_thread(): return {}
+    def request(signum, frame):
+        if stop["signal"] is not None: raise KeyboardInterrupt
+        stop["signal"] = signal.Signals(signum).name
+    return {s: signal.signal(s, request) for s in (signal.SIGINT, signal.SIGTERM)}
+
 def train(cfg:TrainConfig, # the run's settings
-          resume:bool=False, # continue from `cfg.out`/last.pt when there is one
+          resume:bool=False, # continue the run in `cfg.out` from its last.pt (only `RESUMABLE_CHANGES` may differ)
           progress:bool|None=None, # a progress bar (None: only on a terminal)
           stop_at:int|None=None, # stop after this step, as an interruption would (the schedule still spans cfg.steps)
+          overwrite:bool=False, # replace a run already in `cfg.out` (else that is an error)
          ) -> dict: # the final dev metrics, the best step and the run folder
     "Train a model as `cfg` says, evaluating on dev, writing records and checkpoints into `cfg.out`."
     rank, world, device = _setup_distributed(cfg.device)
@@ -322,102 +331,107 @@ def train(cfg:TrainConfig, # the run's settings
         raise ValueError(
             f"batch_size={cfg.batch_size} must be a multiple of the number of processes ({world})"
         )
-    if cfg.threads: torch.set_num_threads(cfg.threads)
+    threads = cfg.threads or (1 if (os.cpu_count() or 1) <= 4 else None)
+    if threads: torch.set_num_threads(threads)
     out = Path(cfg.out)
-    task, model = build(cfg)
-    model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    sched = warmup_cosine(opt, cfg.warmup, cfg.steps)
-    step, best, best_step = 0, None, None
-    if resume and (out / "last.pt").exists():
-        ck = load_checkpoint(out / "last.pt")
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
-        sched.load_state_dict(ck["scheduler"])
-        step, best, best_step = ck["step"], ck["best"], ck["best_step"]
-        _set_rng_state(ck["rng"])
-    if rank == 0:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        if step: _keep_records(out / "metrics.jsonl", step)
-        else: (out / "metrics.jsonl").unlink(missing_ok=True)
-    net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    per = cfg.batch_size // world
-    sampler = DistributedSampler(
-        task.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True
-    )
-    per_epoch = len(sampler) // per
-    if per_epoch < 1:
-        raise ValueError(
-            f"the training split has {len(task.train)} examples, fewer than batch_size={cfg.batch_size}"
-        )
-    autocast = torch.autocast("cuda", torch.bfloat16) if cfg.amp and device.type == "cuda" else contextlib.nullcontext()
-
-    def checkpoint(name):
-        save_checkpoint(out / name, model=model.state_dict(), optimizer=opt.state_dict(), scheduler=sched.state_dict(),
-                        step=step, best=best, best_step=best_step, config=cfg.to_dict())
-
-    def evaluation():
-        nonlocal best, best_step
-        if rank == 0:
-            m = evaluate(model, task, "dev", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
-                         max_output_nodes=cfg.max_output_nodes, device=device)
-            _log(out / "metrics.jsonl", {"step": step, "split": "dev", **m})
-            if _better(cfg.best_metric, m[cfg.best_metric], best):
-                best, best_step = m[cfg.best_metric], step
-                checkpoint("best.pt")
-            checkpoint("last.pt")
-            bar.write(f"step {step}: dev perplexity {m['perplexity']:.3f}, token accuracy {m['token_accuracy']:.3f}, "
-                      f"exact match {m['exact_match']:.3f}", file=sys.stderr)
-        if world > 1: dist.barrier()
-
-    model.train()
-    bar = tqdm(total=cfg.steps, initial=step, desc=f"{cfg.task.name} {'/'.join(cfg.model.encodings)}", disable=rank != 0 or (
-        not sys.stderr.isatty() if progress is None else not progress), dynamic_ncols=True)
-    epoch, order = None, None
+    lock = RunLock(out) if rank == 0 else None
+    if lock: lock.acquire()
+    handlers, stop = {}, {"signal": None}
     try:
-        while step < min(cfg.steps, stop_at or cfg.steps):
-            e, k = divmod(step, per_epoch)
-            if e != epoch: sampler.set_epoch(e); order, epoch = list(sampler), e
-            t0 = time.perf_counter()
-            batch = task.collate([task.train[i] for i in order[k * per:(k + 1) * per]]).to(device)
-            with autocast: loss, count, _ = batch_loss(net, batch, cfg.label_smoothing)
-            total = _all_sum(count.detach().clone().float(), world)
-            opt.zero_grad(set_to_none=True)
-            (loss * world / total).backward()
-            if cfg.clip: nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-            lr = opt.param_groups[0]["lr"]
-            opt.step(); sched.step(); step += 1
-            mean = (_all_sum(loss.detach().float(), world) / total).item()
-            if not math.isfinite(mean):
-                raise FloatingPointError(
-                    f"the training loss is {mean} at step {step}; lower lr (now {cfg.lr})"
-                )
-            if rank == 0:
-                rate = float(total) / (time.perf_counter() - t0)
-                _log(
-                    out / "metrics.jsonl",
-                    {"step": step, "split": "train", "loss": mean, "lr": lr, "tokens_per_s": rate},
-                )
-                bar.set_postfix(loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}"); bar.update()
-            if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps: evaluation()
-    except KeyboardInterrupt:
+        ck = _prepare_folder(out, cfg, resume, overwrite)
+        task, model = build(cfg)
+        model.to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        sched = warmup_cosine(opt, cfg.warmup, cfg.steps)
+        step, best, best_step = 0, None, None
+        if ck is not None:
+            try: model.load_state_dict(ck["model"])
+            except RuntimeError as e:
+                raise ValueError(f"{out}/last.pt does not fit the model of its config.yaml: {str(e).splitlines()[0]}") from None
+            opt.load_state_dict(ck["optimizer"])
+            sched.load_state_dict(ck["scheduler"])
+            step, best, best_step = ck["step"], ck["best"], ck["best_step"]
+            set_rng_state(ck["rng"])
         if rank == 0:
-            checkpoint("last.pt")
-            bar.write(
-                f"interrupted at step {step}: {out / 'last.pt'} saved; resume with --resume", file=sys.stderr
+            (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+            truncate_records(out, step)
+        net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
+        per = cfg.batch_size // world
+        sampler = DistributedSampler(
+            task.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True
+        )
+        per_epoch = len(sampler) // per
+        if per_epoch < 1:
+            raise ValueError(
+                f"the training split has {len(task.train)} examples, fewer than batch_size={cfg.batch_size}"
             )
-        raise
-    finally:
-        bar.close()
-    if rank == 0 and step < cfg.steps: checkpoint("last.pt")                  # stopped early: resumable
-    evals = read_metrics(out)[1] if rank == 0 else []
-    summary = {"run": str(out), "step": step, "best_step": best_step, cfg.best_metric: best,
-               "dev": evals[-1] if evals else None}
-    if rank == 0: (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    if world > 1: dist.barrier(); dist.destroy_process_group()
-    return summary
+        autocast = torch.autocast("cuda", torch.bfloat16) if cfg.amp and device.type == "cuda" else contextlib.nullcontext()
 
+        def checkpoint(name):
+            save_checkpoint(out / name, model=model.state_dict(), optimizer=opt.state_dict(),
+                            scheduler=sched.state_dict(), step=step, best=best, best_step=best_step, config=cfg.to_dict())
+
+        def evaluation():
+            nonlocal best, best_step
+            if rank == 0:
+                m = evaluate(model, task, "dev", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
+                             max_output_nodes=cfg.max_output_nodes, device=device)
+                append_record(out, {"step": step, "split": "dev", **m})
+                if _better(cfg.best_metric, m[cfg.best_metric], best):
+                    best, best_step = m[cfg.best_metric], step
+                    checkpoint("best.pt")
+                checkpoint("last.pt")
+                bar.write(f"step {step}: dev perplexity {m['perplexity']:.3f}, token accuracy {m['token_accuracy']:.3f}, "
+                          f"exact match {m['exact_match']:.3f}", file=sys.stderr)
+            if world > 1: dist.barrier()
+
+        handlers = _stop_signals(stop)
+        model.train()
+        bar = tqdm(total=cfg.steps, initial=step, desc=f"{cfg.task.name} {'/'.join(cfg.model.encodings)}",
+                   disable=rank != 0 or (not sys.stderr.isatty() if progress is None else not progress), dynamic_ncols=True)
+        epoch, order = None, None
+        try:
+            while step < min(cfg.steps, stop_at or cfg.steps):
+                e, k = divmod(step, per_epoch)
+                if e != epoch: sampler.set_epoch(e); order, epoch = list(sampler), e
+                t0 = time.perf_counter()
+                batch = task.collate([task.train[i] for i in order[k * per:(k + 1) * per]]).to(device)
+                with autocast: loss, count, _ = batch_loss(net, batch, cfg.label_smoothing)
+                total = _all_sum(count.detach().clone().float(), world)
+                opt.zero_grad(set_to_none=True)
+                (loss * world / total).backward()
+                if cfg.clip: nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+                lr = opt.param_groups[0]["lr"]
+                opt.step(); sched.step(); step += 1
+                mean = (_all_sum(loss.detach().float(), world) / total).item()
+                if not math.isfinite(mean):
+                    raise FloatingPointError(f"the training loss is {mean} at step {step}; lower lr (now {cfg.lr})")
+                if rank == 0:
+                    rate = float(total) / (time.perf_counter() - t0)
+                    append_record(out, {"step": step, "split": "train", "loss": mean, "lr": lr, "tokens_per_s": rate})
+                    bar.set_postfix(loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}"); bar.update()
+                if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps: evaluation()
+                elif rank == 0 and cfg.checkpoint_every and step % cfg.checkpoint_every == 0: checkpoint("last.pt")
+                stopping = stop["signal"] is not None
+                if world > 1: stopping = bool(_all_sum(torch.tensor(float(stopping), device=device), world))
+                if stopping:                                   # at a step boundary: the saved state resumes exactly
+                    if rank == 0:
+                        checkpoint("last.pt")
+                        bar.write(f"{stop['signal'] or 'stopped'} at step {step}: {out / 'last.pt'} saved; continue "
+                                  f"with --resume", file=sys.stderr)
+                    raise Interrupted(step)
+        finally:
+            bar.close()
+        if rank == 0 and step < cfg.steps: checkpoint("last.pt")                  # stopped early: resumable
+        evals = read_metrics(out)[1] if rank == 0 else []
+        summary = {"run": str(out), "step": step, "best_step": best_step, cfg.best_metric: best,
+                   "dev": evals[-1] if evals else None}
+        if rank == 0: (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        if world > 1: dist.barrier(); dist.destroy_process_group()
+        return summary
+    finally:
+        for s, h in handlers.items(): signal.signal(s, h)
+        if lock: lock.release()
 
 # %% ../nbs/09_train.ipynb #6835eade
 def plot_run(run:str|Path, # a run folder
@@ -438,145 +452,3 @@ def plot_run(run:str|Path, # a run folder
         ax[1].plot([r["step"] for r in evals], [r["token_accuracy"] for r in evals], "s--", label=f"{label}: token accuracy")
     ax[1].set(xlabel="step", ylabel="dev", ylim=(-0.02, 1.02)); ax[1].legend(fontsize=8)
     return ax
-
-# %% ../nbs/09_train.ipynb #2aad400c
-def _parse_value(text:str):
-    "A command-line value as YAML reads it (numbers, booleans, null, lists, mappings)."
-    return yaml.safe_load(text)
-
-def _optional(t):
-    "A parser of `t` values that reads `none` as None."
-    def parse(s:str): return None if s.lower() in ("none", "null") else t(s)
-    parse.__name__ = t.__name__
-    return parse
-
-def _boolean(s:str) -> bool|None:
-    v = _parse_value(s)
-    if v is None or isinstance(v, bool): return v
-    raise ValueError(f"expected true, false or none, got {s!r}")
-
-_OPTION_KINDS = {"bool": dict(action=argparse.BooleanOptionalAction), "int": dict(type=int), "float": dict(type=float),
-                 "str": dict(type=str), "int|None": dict(type=_optional(int)), "float|None": dict(type=_optional(float)),
-                 "str|None": dict(type=str), "bool|None": dict(type=_boolean, metavar="{true,false,none}"),
-                 "tuple": dict(nargs=3, type=int, metavar=("TRAIN", "DEV", "TEST")),
-                 "dict": dict(action="append", metavar="KEY=VALUE", type=str)}
-
-def _choices() -> dict:
-    "The allowed values of the options that have a fixed set (read when the parser is made: registered encodings count)."
-    from treepe_nb.model import ACTIVATIONS
-    return {"name": list(TASKS), "pe": list(ENCODINGS), "src_pe": list(ENCODINGS), "tgt_pe": list(ENCODINGS),
-            "order": ["dfs", "bfs"], "preset": list(PRESETS), "best_metric": list(_BEST), "activation": list(ACTIVATIONS)}
-
-_FLAGS = {("task", "name"): "--task", ("task", "options"): "--task-option"}   # flags that are not the field's name
-
-def _sections() -> list[tuple[str|None, type, object]]:
-    "(section, dataclass, its defaults) of every group of options: the task, the model, then the run."
-    base = TrainConfig()
-    return [("task", TaskConfig, base.task), ("model", ModelConfig, base.model), (None, TrainConfig, base)]
-
-def _train_parser() -> argparse.ArgumentParser:
-    "The parser of `treepe-train`, generated from the dataclasses; an option not given is absent from its result."
-    p = argparse.ArgumentParser(prog="treepe-train", description="Train a transformer with one positional encoding "
-                                "on one task; records, checkpoints and curves go to --out.")
-    p.add_argument("--config", metavar="FILE", help="a YAML or JSON file of options, with task: and model: sections (the command "
-                   "line overrides it)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    choices = _choices()
-    for section, cls, base in _sections():
-        group = p.add_argument_group(f"{section} ({cls.__name__})" if section else "optimisation and run")
-        docs = docments(cls)
-        for f in fields(cls):
-            if section is None and f.name in ("task", "model"): continue
-            typ = str(f.type).replace(" ", "")
-            if typ not in _OPTION_KINDS: raise TypeError(f"{cls.__name__}.{f.name}: no command-line form for {f.type}")
-            kind, help = dict(_OPTION_KINDS[typ]), docs.get(f.name) or f.name
-            if f.name in choices: kind["choices"] = choices[f.name]
-            elif "type" in kind and "metavar" not in kind: kind["metavar"] = f.name.upper()
-            value = getattr(base, f.name)
-            if f.name == "options": help += "; repeat for several, or give a YAML mapping such as '{depth_mean: 7}'"
-            elif value is not None and not isinstance(value, bool): help += f" (default: {value})"
-            flag = _FLAGS.get((section, f.name), "--" + f.name.replace("_", "-"))
-            dest = f"{section}.{f.name}" if section else f.name
-            group.add_argument(flag, dest=dest, help=help, default=argparse.SUPPRESS, **kind)
-    return p
-
-def _read_config(p:argparse.ArgumentParser, path:str) -> dict:
-    "A config file's mapping, or a parser error that names the file."
-    path = Path(path)
-    if not path.is_file(): p.error(f"--config {path}: no such file")
-    try: values = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e: p.error(f"--config {path}: not valid YAML/JSON ({e})")
-    if not isinstance(values, dict): p.error(f"--config {path}: expected a mapping of options, got {type(values).__name__}")
-    return values
-
-def _task_options(p:argparse.ArgumentParser, items:list[str]) -> dict:
-    "`--task-option` values (KEY=VALUE, or a YAML mapping) as one mapping."
-    opts = {}
-    for item in items:
-        value = _parse_value(item) if item.lstrip().startswith("{") else None
-        if isinstance(value, dict): opts.update(value); continue
-        if "=" not in item: p.error(f"--task-option {item!r}: expected KEY=VALUE or a mapping such as '{{depth_mean: 7}}'")
-        key, text = item.split("=", 1); opts[key.strip()] = _parse_value(text)
-    return opts
-
-def config_from_args(argv:Sequence[str]|None=None # command-line arguments (default: `sys.argv[1:]`)
-                    ) -> tuple[TrainConfig, argparse.Namespace]:
-    "A `TrainConfig` from defaults, then a `--config` file, then the options given on the command line."
-    p = _train_parser()
-    args = p.parse_args(argv)
-    try:
-        values = _nested(_read_config(p, args.config)) if args.config else {"task": {}}
-        for dest, v in vars(args).items():
-            if dest in ("config", "resume", "no_progress"): continue
-            section, _, name = dest.rpartition(".")
-            if section:
-                target = values.setdefault(section, {})
-                if name == "options": v = {**target.get("options", {}), **_task_options(p, v)}
-                target[name] = v
-            else: values[name] = v
-        return TrainConfig(**values), args
-    except (ValueError, TypeError) as e: p.error(str(e))
-
-# %% ../nbs/09_train.ipynb #093d0019
-def _fail(prog:str, e:Exception):
-    "A command's error as argparse writes them: one line on stderr, exit status 2."
-    print(f"{prog}: error: {e}", file=sys.stderr); sys.exit(2)
-
-def train_cli(argv:Sequence[str]|None=None):
-    "`treepe-train`: train from the command line (see `--help`)."
-    cfg, args = config_from_args(argv)
-    try: summary = train(cfg, resume=args.resume, progress=False if args.no_progress else None)
-    except (ValueError, FileNotFoundError) as e: _fail("treepe-train", e)
-    if int(os.environ.get("RANK", "0")) == 0: print(json.dumps(summary, indent=1))
-
-def eval_cli(argv:Sequence[str]|None=None):
-    "`treepe-eval RUN`: evaluate a run folder's checkpoint on a split; prints and writes `eval_SPLIT.json`."
-    p = argparse.ArgumentParser(prog="treepe-eval", description="Evaluate a trained run: teacher-forced perplexity, "
-                                "token accuracy and exact match of decoded outputs.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("run", help="a run folder written by treepe-train")
-    p.add_argument("--split", default="test", choices=["train", "dev", "test"], help="the split to evaluate")
-    p.add_argument(
-        "--checkpoint", default="best", choices=["best", "last"], help="which checkpoint of the run"
-    )
-    p.add_argument("--beam", type=int, default=None, help="beam width (default: greedy)")
-    p.add_argument("--eval-examples", type=int, default=0, help="examples decoded for exact match (0: all)")
-    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
-    p.add_argument("--batch-size", type=int, default=64, help="examples per forward pass")
-    args = p.parse_args(argv)
-    run = Path(args.run)
-    if not (run / "config.yaml").exists(): p.error(f"{run} is not a run folder (no config.yaml)")
-    try:
-        ck = load_checkpoint(run / f"{args.checkpoint}.pt")
-        cfg = TrainConfig.from_dict(ck["config"])
-        task, model = build(cfg)
-    except (ValueError, FileNotFoundError) as e: _fail("treepe-eval", e)
-    model.load_state_dict(ck["model"])
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                          ("cpu" if args.device == "auto" else args.device))
-    m = evaluate(model.to(device), task, args.split, args.batch_size, args.eval_examples or None, args.beam,
-                 cfg.max_output_nodes, device, progress=sys.stderr.isatty())
-    result = {"run": str(run), "split": args.split, "checkpoint": args.checkpoint, "step": ck["step"], **m}
-    (run / f"eval_{args.split}.json").write_text(json.dumps(result, indent=1))
-    print(json.dumps(result, indent=1))
