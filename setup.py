@@ -26,7 +26,7 @@ setuptools.setup(
     long_description_content_type="text/markdown",
     author=cfg["author"],
     author_email=cfg["author_email"],
-    url=cfg["git_url"],
+    url=cfg.get("repo_url", "").strip() or None,  # git_url is a placeholder nbdev needs; repo_url once published
     license=lic_name,
     keywords=cfg["keywords"].split(),
     classifiers=[

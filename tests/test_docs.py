@@ -1,7 +1,9 @@
-"""The documentation site (`python tools/docs.py`): README.md in sync with nbs/index.ipynb, pages derived from the
-notebooks, widgets made static, and the built site checked in headless Chromium (every page loads, math is
-typeset, images load, nothing is fetched from another host, search finds "LCRS"). Screenshots of two pages are
-saved under build/screenshots/ for people to look at.
+"""The documentation site (`python tools/docs.py`): README.md in sync with nbs/index.ipynb and linking to no host
+nobody set up, pages derived from the notebooks, widgets made static, API names linked to their `show_doc` heading,
+and the built site checked in headless Chromium (every page loads, math is typeset, images load, wide blocks scroll
+instead of being cut, nothing is fetched from another host, every internal link lands on its target, every
+external link is one the notebooks' own Markdown makes, search finds "LCRS"). Screenshots of two pages are saved
+under build/screenshots/ for people to look at.
 
 The browser tests need Chromium (Debian package `chromium`) and Playwright for Python; without Chromium they are
 skipped with a reason, except under CI (`CI` set), where they must run and fail instead."""
@@ -30,6 +32,27 @@ _spec.loader.exec_module(docs)
 
 NOTEBOOKS = docs.notebooks()
 PAGES = [docs.page_name(p) for p in NOTEBOOKS]
+SETTINGS = docs.settings()
+_re_url = re.compile(r"""https?://[^\s<>()\[\]`'"]+""")
+
+
+def _markdown_urls() -> set[str]:
+    """The allow-list of links to other hosts: the URLs written in the notebooks' own Markdown cells (the references'
+    arXiv and DOI links, the PyTorch selector...). The site and README may link to these and to nothing else outside
+    themselves, except `docs_url` and `repo_url` from settings.ini once someone sets them."""
+    urls = set()
+    for nb_path in NOTEBOOKS:
+        for cell in json.loads(nb_path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "markdown": continue
+            urls |= {u.rstrip(".,;:") for u in _re_url.findall("".join(cell["source"]))}
+    return urls
+
+
+ALLOWED_URLS = _markdown_urls()
+PUBLISHED = tuple(u.strip() for u in (SETTINGS.get("docs_url", ""), SETTINGS.get("repo_url", "")) if u.strip())
+# nbdev's placeholders (settings.ini's doc_host, git_url), unless docs_url or repo_url says one of them is published
+UNSET_HOSTS = [h for h in (re.sub(r"^https?://", "", SETTINGS[k]).rstrip("/") for k in ("doc_host", "git_url"))
+               if not any(h in u for u in PUBLISHED)]
 
 
 def first_heading(nb_path: Path) -> str:
@@ -46,6 +69,91 @@ def first_heading(nb_path: Path) -> str:
 def test_readme_matches_index():
     assert (ROOT / "README.md").read_text(encoding="utf-8") == docs.render_readme(), \
         "README.md and nbs/index.ipynb have drifted apart: run `python tools/docs.py readme` and commit README.md"
+
+
+def _github_slug(heading: str) -> str:
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_readme_links_only_where_something_is():
+    """README.md names no placeholder host of settings.ini (nbdev's `doc_host`, `git_url`), and links only to its own
+    headings, to URLs of the allow-list, and (once set) to `docs_url`: with `docs_url` empty, API names are code."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    for host in UNSET_HOSTS:
+        assert host not in text, f"README.md links to {host}, which nothing in the repository publishes"
+    urls = {u.rstrip(".,;:") for u in _re_url.findall(text)}
+    stray = sorted(u for u in urls if u not in ALLOWED_URLS and not u.startswith(PUBLISHED))
+    assert not stray, f"README.md links to URLs that no notebook's Markdown writes: {stray}"
+    headings = {_github_slug(h) for h in re.findall(r"^#+\s+(.*)$", text, re.MULTILINE)}
+    anchors = re.findall(r"\]\(#([^)]*)\)", text)
+    assert all(a in headings for a in anchors), f"README.md's #links {anchors} vs its headings {sorted(headings)}"
+    relative = [u for u in re.findall(r"\]\(([^)#][^)]*)\)", text) if not _re_url.match(u)]
+    missing = [u for u in relative if not (ROOT / u).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
+def test_readme_links_api_names_to_docs_url(tmp_path):
+    "With `docs_url` set, README.md's API names link to their anchors on that site (the site test checks the ids)."
+    shutil.copytree(ROOT / "nbs", tmp_path / "nbs", ignore=shutil.ignore_patterns("results", "data", ".*"))
+    ini = (ROOT / "settings.ini").read_text(encoding="utf-8")
+    ini = re.sub(r"^docs_url\s*=.*$", "docs_url = https://example.org/treepe_nb", ini, flags=re.MULTILINE)
+    (tmp_path / "settings.ini").write_text(ini, encoding="utf-8")
+    readme, targets = docs.render_readme(tmp_path), docs.api_targets(tmp_path)
+    links = re.findall(r"\[`([^`]+)`\]\((https://example\.org/treepe_nb/[^)]+)\)", readme)
+    assert links, "README.md links no API name to docs_url"
+    for name, url in links:
+        page, anchor = targets[name.removesuffix("()")]
+        assert url == f"https://example.org/treepe_nb/{page}.html#{anchor}"
+
+
+def _show_doc_nb(path: Path, module: str, headings: list[str]):
+    cells = [{"cell_type": "markdown", "id": "t", "metadata": {}, "source": [f"# {module}"]},
+             {"cell_type": "code", "id": "e", "metadata": {}, "source": [f"#| default_exp {module}"],
+              "outputs": [], "execution_count": None}]
+    for i, h in enumerate(headings):
+        out = {"output_type": "execute_result", "metadata": {}, "execution_count": None,
+               "data": {"text/markdown": f"---\n\n### {h}\n\n```python\ndef f()\n```"}}
+        cells.append({"cell_type": "code", "id": f"s{i}", "metadata": {}, "source": [f"show_doc({h})"],
+                      "execution_count": None, "outputs": [out]})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(nb), encoding="utf-8")
+
+
+def test_api_targets_are_the_public_show_doc_headings(tmp_path):
+    shutil.copy(ROOT / "settings.ini", tmp_path / "settings.ini")
+    _show_doc_nb(tmp_path / "nbs" / "01_trees.ipynb", "trees",
+                 ["Tree", "Tree.lcrs", "_Rows", "_Rows.forward", "forward"])
+    _show_doc_nb(tmp_path / "nbs" / "02_stack.ipynb", "stack", ["Tree.__len__", "forward"])
+    lib = SETTINGS["lib_name"]
+    assert docs.api_targets(tmp_path) == {
+        "Tree": ("trees", f"{lib}.trees.Tree"), f"{lib}.trees.Tree": ("trees", f"{lib}.trees.Tree"),
+        "Tree.lcrs": ("trees", f"{lib}.trees.Tree.lcrs"),
+        f"{lib}.trees.Tree.lcrs": ("trees", f"{lib}.trees.Tree.lcrs"),
+        "Tree.__len__": ("stack", f"{lib}.stack.Tree.__len__"),
+        f"{lib}.stack.Tree.__len__": ("stack", f"{lib}.stack.Tree.__len__"),
+        f"{lib}.trees.forward": ("trees", f"{lib}.trees.forward"),  # `forward` is on two pages: only qualified
+        f"{lib}.stack.forward": ("stack", f"{lib}.stack.forward")}
+
+
+def test_link_names():
+    targets = {"Tree": ("trees", "m.Tree"), "Tree.lcrs": ("trees", "m.Tree.lcrs")}
+    md = ("`Tree`, `Tree.lcrs()`, `tree`, `_Rows`, ``Tree``, [`Tree`](elsewhere.html)\n"
+          "```python\nx = `Tree`\n```\n~~~\n`Tree`\n~~~\nand `Tree.lcrs`.")
+    assert docs.link_names(md, targets, "") == (
+        "[`Tree`](trees.html#m.Tree), [`Tree.lcrs()`](trees.html#m.Tree.lcrs), `tree`, `_Rows`, ``Tree``, "
+        "[`Tree`](elsewhere.html)\n```python\nx = `Tree`\n```\n~~~\n`Tree`\n~~~\n"
+        "and [`Tree.lcrs`](trees.html#m.Tree.lcrs).")
+    assert docs.link_names("`Tree`", targets, "https://x.org/") == "[`Tree`](https://x.org/trees.html#m.Tree)"
+
+
+def test_inline_math_is_put_on_one_line():
+    "A line break inside `$...$` followed by `- 1$` would start a list item in MyST (JupyterLab takes math out first)."
+    from execnb.nbio import dict2nb
+    src = "column $d\n- 1$, code `$x\ny$`, $$a\nb$$ and\n\n$5 and\n\n$6"
+    nb = dict2nb({"cells": [{"cell_type": "markdown", "source": src, "metadata": {}}], "metadata": {}})
+    docs._inline_math(nb)
+    assert nb.cells[0].source == "column $d - 1$, code `$x\ny$`, $$a\nb$$ and\n\n$5 and\n\n$6"
 
 
 def test_api_headings_have_no_private_names():
@@ -170,6 +278,27 @@ def _open(pg, url):
     pg.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
 
 
+_WIDE = """() => {
+  // Every block wider than its box: cut (its box hides the overflow, or it sticks out of the text column), or in a
+  // box that scrolls sideways, whose scrollbar must be drawn always (a styled ::-webkit-scrollbar), not overlaid.
+  const article = document.querySelector('article'), cut = [], hidden = new Set();
+  for (const el of article.querySelectorAll('*')) {
+    if (el.closest('mjx-assistive-mml')) continue;  // MathJax's copy for screen readers, invisible by design
+    const r = el.getBoundingClientRect();
+    if (!r.width) continue;
+    let box = el.parentElement;
+    while (box !== article && getComputedStyle(box).overflowX === 'visible') box = box.parentElement;
+    if (r.right <= box.getBoundingClientRect().right + 1) continue;
+    const ox = getComputedStyle(box).overflowX;
+    if (box === article || ox === 'hidden' || ox === 'clip')
+      cut.push(`<${el.tagName.toLowerCase()}> ${(el.textContent || '').trim().slice(0, 60)}`);
+    else if (getComputedStyle(box, '::-webkit-scrollbar').height === 'auto') hidden.add(box);
+  }
+  return {cut: cut.slice(0, 5), hidden: Array.from(hidden).slice(0, 5)
+          .map(b => `<${b.tagName.toLowerCase()}> ${b.textContent.trim().slice(0, 60)}`)};
+}"""
+
+
 _ARTICLE_TEXT = """() => {
   const copy = (document.querySelector('article') || document.body).cloneNode(true);
   copy.querySelectorAll('pre, code, script, style, mjx-container').forEach(e => e.remove());
@@ -197,6 +326,10 @@ def test_page(page, site, nb_path):
     raw = re.findall(r"\$[^$\n]{1,80}\$|\\\(|\\\[", text)
     assert not raw, f"raw TeX left in the page's text: {raw[:5]}"
 
+    wide = page.evaluate(_WIDE)
+    assert not wide["cut"], f"content cut at the right edge instead of scrolling: {wide['cut']}"
+    assert not wide["hidden"], f"wide blocks that scroll with a scrollbar that can be hidden: {wide['hidden']}"
+
     images = page.evaluate("""() => Array.from(document.querySelectorAll('article img'))
         .map(i => ({src: i.getAttribute('src'), ok: i.complete && i.naturalWidth > 0}))""")
     broken = [i["src"] for i in images if not i["ok"]]
@@ -209,6 +342,60 @@ def test_page(page, site, nb_path):
 def test_site_has_one_page_per_notebook(site):
     pages = {p.stem for p in (ROOT / docs.settings()["doc_path"]).glob("*.html")}
     assert pages == set(PAGES) | {"search", "genindex"}, "pages that match no notebook, or notebooks with no page"
+
+
+_LINKS = """() => Array.from(document.querySelectorAll('a[href]')).map(a => a.href)"""
+_LANDS = """id => {
+  const el = document.getElementById(id);
+  if (!el) return false;
+  const r = el.getBoundingClientRect();
+  return r.top >= -2 && r.top < window.innerHeight;
+}"""
+
+
+def test_links(page, site):
+    """Follow every link of every page. A link into the site (another page, an anchor, a file) must find its target:
+    the page or file exists, and the browser, sent to `page.html#id`, shows the element with that id. A link out of
+    the site must be on the allow-list (the URLs the notebooks' Markdown writes), never to nbdev's placeholder hosts."""
+    from urllib.parse import unquote, urldefrag
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    links = {}  # target URL -> a page that links to it
+    for name in PAGES + ["genindex", "search"]:
+        _open(page, site + name + ".html")
+        for url in page.evaluate(_LINKS): links.setdefault(url, name)
+    outside = sorted(u for u in links if not u.startswith(site))
+    unset = [u for u in outside if any(h in u for h in UNSET_HOSTS)]
+    assert not unset, f"links to hosts nobody set up: {unset}"
+    stray = [f"{u} (on {links[u]}.html)" for u in outside if u not in ALLOWED_URLS and not u.startswith(PUBLISHED)]
+    assert not stray, f"links out of the site that no notebook's Markdown makes: {stray}"
+
+    inside = {}  # page or file -> the ids links want on it
+    for url in links:
+        if url.startswith(site):
+            target, frag = urldefrag(url)
+            inside.setdefault(target, set()).update([unquote(frag)] if frag else [])
+    missed = []
+    for target, ids in sorted(inside.items()):
+        if not target.endswith(".html"):
+            response = page.request.get(target)
+            if not response.ok: missed.append(f"{target}: {response.status}")
+            elif target.endswith(".ipynb"): assert "cells" in response.json(), target
+            continue
+        response = page.goto(target, wait_until="load")
+        if response is None or not response.ok:
+            missed.append(f"{target}: {response and response.status}")
+            continue
+        for id_ in sorted(ids):
+            if not page.evaluate("id => !!document.getElementById(id)", id_):
+                missed.append(f"{target}#{id_} (no such id)")
+                continue
+            page.evaluate("id => { location.hash = '#' + id }", id_)
+            try: page.wait_for_function(_LANDS, arg=id_, timeout=3_000)
+            except PlaywrightTimeout: missed.append(f"{target}#{id_} (not scrolled into view)")
+    n_links = sum(len(ids) or 1 for ids in inside.values())
+    print(f"\n{len(links)} distinct links on {len(PAGES) + 2} pages: {n_links} targets in the site "
+          f"({len(inside)} pages and files), {len(outside)} outside it")
+    assert not missed, f"{len(missed)} links that miss their target (first 20): {missed[:20]}"
 
 
 def test_search_finds_lcrs(page, site):

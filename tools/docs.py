@@ -6,14 +6,21 @@
 
 The pipeline:
 1. nbdev's own notebook processors (the ones `nbdev_docs` runs before Quarto): front matter from the first
-   `# Title` / `> description` cell, `#| hide` and `#| export` cells removed, `show_doc` input hidden,
-   backticked names linked. The two processors that *execute* code (`add_show_docs`, `exec_show_docs`) are left
-   out: pages use the outputs stored in the notebooks, so the API reference is the stored `show_doc` output.
+   `# Title` / `> description` cell, `#| hide` and `#| export` cells removed, `show_doc` input hidden.
+   The two processors that *execute* code (`add_show_docs`, `exec_show_docs`) are left out: pages use the
+   outputs stored in the notebooks, so the API reference is the stored `show_doc` output. nbdev's `add_links` is
+   replaced by `link_api`: a backticked name links to the `show_doc` heading that documents it, with a relative
+   link (`trees.html#treepe_nb.trees.TreePositions.check`) to an anchor this build puts on that heading, so every
+   link has a target, and names with no heading on the site (private ones among them) get no link.
 2. Quarto cell options that nbdev leaves for Quarto (`#| echo: false`, `#| code-fold: ...`) become MyST-NB cell
    tags; ipywidgets outputs become their stored static output plus a note that they are live in JupyterLab.
 3. Sphinx with MyST-NB and sphinx-book-theme renders the processed notebooks (never executing them) into `_docs/`,
-   with MathJax copied from the `django-static-mathjax` wheel so no page loads anything from another host.
-README.md is step 1 on `nbs/index.ipynb`, written as Markdown by nbconvert.
+   with MathJax copied from the `django-static-mathjax` wheel so no page loads anything from another host. Each
+   page's download button offers its notebook, as in `nbs/` (copied to `_sources/`).
+README.md is step 1 on `nbs/index.ipynb`, written as Markdown by nbconvert. Its API links go to the published
+site only when `docs_url` in settings.ini names it; with `docs_url` empty (the default) names stay plain code.
+Nothing links to nbdev's `doc_host` or `git_url` (placeholders nbdev needs); the site's repository button
+appears only when `repo_url` is set.
 
 The pages follow the notebooks in `nbs/`: index first, then every other notebook sorted by file name, each titled
 by its first `# Heading`. A notebook added to `nbs/` appears in the sidebar with no list to edit.
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import json
 import os
 import re
 import shutil
@@ -35,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SPHINX_CONF = Path(__file__).resolve().parent / "sphinx"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+NOTEBOOK_MAP = "notebooks.json"  # written by `stage` beside the Sphinx sources, read by tools/sphinx/conf.py
 
 
 def settings(root: Path = ROOT) -> dict:
@@ -63,12 +72,13 @@ def page_name(nb_path: Path) -> str:
 # 1. nbdev's processing, without the processors that execute code
 
 def _procs():
-    from nbdev.processors import FilterDefaults, add_show_docs, exec_show_docs, insert_warning
+    from nbdev.processors import FilterDefaults, add_links, add_show_docs, exec_show_docs, insert_warning
 
     class StoredOutputs(FilterDefaults):
-        "nbdev's default processors, minus those that run code or add text meant for Quarto sources."
+        "nbdev's default processors, minus those that run code, add text meant for Quarto, or link (`link_api` does)."
         def base_procs(self):
-            return [p for p in super().base_procs() if p not in (add_show_docs, exec_show_docs, insert_warning)]
+            return [p for p in super().base_procs()
+                    if p not in (add_show_docs, exec_show_docs, insert_warning, add_links)]
 
     return StoredOutputs().procs()
 
@@ -135,25 +145,103 @@ def _title_cell(nb):
                           "markdown")
 
 
-_re_fence = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
-_re_md_link = re.compile(r"\[(`[^`\]]+`)\]\([^)\s]+\)")
+_re_show_doc = re.compile(r"\s*show_doc\(")
+_re_api_heading = re.compile(r"^#+[ \t]+([A-Za-z_][\w.]*)[ \t]*$", re.MULTILINE)
 
 
-def _show_docs(nb):
-    """Check every `show_doc` cell has a stored output (the API reference is rendered from it); drop the `---` rule
-    nbdev starts it with (docutils cannot put a rule inside an output) and the Markdown links nbdev's `add_links`
-    writes into the signature's code block, where they would show as raw `[name](url)` text."""
+def _md(out) -> str | None:
+    "An output's `text/markdown`, as one string (None if it has none)."
+    md = out.get("data", {}).get("text/markdown")
+    return "".join(md) if isinstance(md, list) else md
+
+
+def _module(cells, root: Path = ROOT) -> str:
+    "The module a notebook exports to (`treepe_nb.trees` for `#| default_exp trees`), or the package's name."
+    lib = settings(root)["lib_name"]
+    for cell in cells:
+        m = re.search(r"^#\|\s*default_exp\s+(\S+)", "".join(cell["source"]), re.MULTILINE)
+        if cell["cell_type"] == "code" and m: return f"{lib}.{m.group(1)}"
+    return lib
+
+
+def api_anchor(module: str, name: str) -> str:
+    """The HTML id of the `show_doc` heading of `name` on its page: the qualified name, `treepe_nb.trees.Tree.lcrs`,
+    as Sphinx's autodoc would name it. Ids that docutils makes are lower case, `[a-z0-9-]`, so these never clash."""
+    return f"{module}.{name}"
+
+
+def _private(name: str) -> bool: return any(p.startswith("_") and not p.startswith("__") for p in name.split("."))
+
+
+def api_targets(root: Path = ROOT) -> dict[str, tuple[str, str]]:
+    """Every name the site documents: `{name: (page, anchor)}`, from the headings of the `show_doc` outputs stored
+    in the notebooks, under its heading (`TreePositions.check`) and its qualified name
+    (`treepe_nb.trees.TreePositions.check`). A heading on two pages keeps only its qualified names; private names
+    (a part starting with one `_`) are left out, so no link to them is ever made."""
+    found = []
+    for nb_path in notebooks(root):
+        cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
+        module, page = _module(cells, root), page_name(nb_path)
+        for cell in cells:
+            if cell["cell_type"] != "code" or not _re_show_doc.match("".join(cell["source"])): continue
+            for out in cell.get("outputs", []):
+                m = _re_api_heading.search(_md(out) or "")
+                if m and not _private(m.group(1)):
+                    found.append((m.group(1), module, page))
+    targets, bare = {}, [name for name, _, _ in found]
+    for name, module, page in found:
+        anchor = api_anchor(module, name)
+        targets[f"{module}.{name}"] = (page, anchor)
+        if bare.count(name) == 1: targets[name] = (page, anchor)
+    return targets
+
+
+_re_code_name = re.compile(r"(?<![`\[\w])`([A-Za-z_][\w.]*?)(\(\))?`(?![`\]])")
+_re_fence_line = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def link_names(md: str, targets: dict, base: str) -> str:
+    """Link each backticked name in Markdown that `targets` knows (`TreePositions.check` or `TreePositions.check()`)
+    to `{base}{page}.html#{anchor}`; code blocks and names already inside a link are left alone."""
+    def link(m):
+        hit = targets.get(m.group(1))
+        return m.group(0) if hit is None else f"[{m.group(0)}]({base}{hit[0]}.html#{hit[1]})"
+    lines, fence = md.split("\n"), None
+    for i, line in enumerate(lines):
+        opened = _re_fence_line.match(line)
+        if fence is None and opened: fence = opened.group(1)
+        elif fence is not None:
+            if line.lstrip().startswith(fence): fence = None
+        else: lines[i] = _re_code_name.sub(link, line)
+    return "\n".join(lines)
+
+
+def link_api(nb, targets: dict, base: str | None):
+    "Link the API names in a notebook's Markdown cells and Markdown outputs (`base`: prefix of the pages; None: none)."
+    if base is None: return
     for cell in nb.cells:
-        if cell.cell_type != "code" or not re.match(r"\s*show_doc\(", cell.source): continue
+        if cell.cell_type == "markdown": cell.source = link_names(cell.source, targets, base)
+        for out in cell.get("outputs", []):
+            md = _md(out)
+            if md is not None: out["data"]["text/markdown"] = link_names(md, targets, base)
+
+
+def _show_docs(nb, module: str):
+    """Check every `show_doc` cell has a stored output (the API reference is rendered from it), drop the `---` rule
+    nbdev starts it with (docutils cannot put a rule inside an output), and put the anchor `api_anchor` names just
+    before its heading, as an empty `<div>` (a raw HTML block, which MyST passes through)."""
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not _re_show_doc.match(cell.source): continue
         if not cell.get("outputs"):
             raise ValueError(f"{nb.path_}: `{cell.source.strip()}` has no stored output; "
                              f"execute the notebook and commit it with its outputs")
         for out in cell.outputs:
-            md = out.get("data", {}).get("text/markdown")
-            if md is not None:
-                md = "".join(md) if isinstance(md, list) else md
-                md = re.sub(r"\A\s*---\s*\n", "", md)
-                out.data["text/markdown"] = _re_fence.sub(lambda m: _re_md_link.sub(r"\1", m.group(0)), md)
+            md = _md(out)
+            if md is None: continue
+            md = re.sub(r"\A\s*---\s*\n", "", md)
+            out.data["text/markdown"] = _re_api_heading.sub(
+                lambda m: f'<div class="api-anchor" id="{api_anchor(module, m.group(1))}"></div>\n\n{m.group(0)}',
+                md, count=1)
 
 
 _re_display_math = re.compile(r"\n*^(\$\$[^$]+?\$\$)[ \t]*$\n*", re.MULTILINE)
@@ -166,6 +254,23 @@ def _display_math(nb):
         if cell.cell_type == "markdown": cell.source = _re_display_math.sub(r"\n\n\1\n\n", cell.source).strip("\n")
 
 
+_re_math_or_code = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$"  # a fenced block
+                              r"|(`+).*?(?<!`)\2(?!`)"                   # a code span
+                              r"|\\\$|\$\$.*?\$\$"                       # an escaped dollar, display math
+                              r"|\$([^$]+?)\$", re.MULTILINE | re.DOTALL)  # inline math
+
+
+def _inline_math(nb):
+    """Put each `$...$` on one line. JupyterLab takes math out before it parses the Markdown, MyST after: there, a
+    line break inside inline math followed by `- 1$` starts a list item and the math swallows the paragraph."""
+    def join(m):
+        tex = m.group(3)
+        if tex is None or "\n" not in tex or re.search(r"\n\s*\n", tex): return m.group(0)
+        return "$" + re.sub(r"\s*\n\s*", " ", tex) + "$"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown": cell.source = _re_math_or_code.sub(join, cell.source)
+
+
 @contextlib.contextmanager
 def _cwd(path: Path):
     "nbdev finds settings.ini from the working directory: work in the notebook's project."
@@ -175,18 +280,23 @@ def _cwd(path: Path):
     finally: os.chdir(old)
 
 
-def process(nb_path: Path):
-    "A notebook as the docs show it: nbdev-processed, Quarto options as tags, widgets static, title on top."
+def process(nb_path: Path, links: str | None = "", targets: dict | None = None, root: Path = ROOT):
+    """A notebook as the docs show it: nbdev-processed, Quarto options as tags, widgets static, title on top, API
+    names linked to `{links}{page}.html#{anchor}` (`links=""`: the site's relative links; None: no links) for the
+    names in `targets` (default: `api_targets(root)`)."""
     from execnb.nbio import read_nb
     from nbdev.process import NBProcessor
     nb_path = Path(nb_path).resolve()
     nb = read_nb(nb_path)
+    module = _module(nb.cells, root)
     with _cwd(nb_path.parent): NBProcessor(nb=nb, procs=_procs(), process=True)
     _title_cell(nb)
     for cell in nb.cells: _quarto_options_to_tags(cell)
     static_widgets(nb)
-    _show_docs(nb)
+    _show_docs(nb, module)
+    link_api(nb, api_targets(root) if targets is None else targets, links)
     _display_math(nb)
+    _inline_math(nb)
     for cell in nb.cells:
         if cell.cell_type == "code": cell.metadata.pop("language", None)
     nb.metadata.setdefault("language_info", {"name": "python"})
@@ -203,12 +313,20 @@ def _to_nbformat(nb):
 # ---------------------------------------------------------------------------------------------------------------
 # 2. README.md
 
+def docs_url(root: Path = ROOT) -> str | None:
+    """Where the site is published, from `docs_url` in settings.ini, ending in `/` (None while it is empty, the
+    default: nothing links to a site that nobody has published)."""
+    url = settings(root).get("docs_url", "").strip()
+    return url.rstrip("/") + "/" if url else None
+
+
 def render_readme(root: Path = ROOT) -> str:
-    "README.md's text: `nbs/index.ipynb`, processed as for the site, written as Markdown by nbconvert."
+    """README.md's text: `nbs/index.ipynb`, processed as for the site, written as Markdown by nbconvert. API names
+    link to the published site when `docs_url` is set, and are plain code otherwise."""
     from nbconvert import MarkdownExporter
     index = notebooks(root)[0]
     if index.stem != "index": raise FileNotFoundError(f"no index.ipynb in {index.parent}")
-    body, _ = MarkdownExporter().from_notebook_node(_to_nbformat(process(index)))
+    body, _ = MarkdownExporter().from_notebook_node(_to_nbformat(process(index, docs_url(root), root=root)))
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
     return body
 
@@ -229,7 +347,8 @@ def _toctree(pages: list[str]) -> str:
 
 
 def stage(src: Path, root: Path = ROOT) -> list[str]:
-    "Write the processed notebooks to `src` as Sphinx sources; the index gets a toctree of the other pages."
+    """Write the processed notebooks to `src` as Sphinx sources; the index gets a toctree of the other pages.
+    `src/notebooks.json` maps each page to its notebook's file name (the download button offers that notebook)."""
     from execnb.nbio import mk_cell, write_nb
     if src.exists(): shutil.rmtree(src)
     src.mkdir(parents=True)
@@ -238,26 +357,18 @@ def stage(src: Path, root: Path = ROOT) -> list[str]:
     names = [page_name(p) for p in nbs]
     clash = {n for n in names if names.count(n) > 1}
     if clash: raise ValueError(f"notebooks {[p.name for p in nbs if page_name(p) in clash]} give the same page name")
+    targets = api_targets(root)
     for nb_path, name in zip(nbs, names):
-        nb = process(nb_path)
+        nb = process(nb_path, "", targets, root)
         if name == "index": nb.cells.append(mk_cell(_toctree(names[1:]), "markdown"))
         write_nb(nb, src / f"{name}.ipynb")
+    (src / NOTEBOOK_MAP).write_text(json.dumps({n: p.name for n, p in zip(names, nbs)}, indent=1), encoding="utf-8")
     return names
 
 
 def _mathjax_dir() -> Path:
     import mathjax  # the django-static-mathjax wheel: MathJax 3's files, with no Django dependency
     return Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
-
-
-def _localize_links(out: Path, root: Path = ROOT):
-    "nbdev links backticked names to the published site; point them at the same page of this local site instead."
-    cfg = settings(root)
-    base = cfg["doc_baseurl"].strip("/")
-    published = f'href="{cfg["doc_host"].rstrip("/")}/' + (f"{base}/" if base else "")
-    for page in out.glob("*.html"):
-        html = page.read_text(encoding="utf-8")
-        if published in html: page.write_text(html.replace(published, 'href="'), encoding="utf-8")
 
 
 def build_site(out: Path | None = None, root: Path = ROOT, quiet: bool = True, strict: bool = False) -> Path:
@@ -276,7 +387,8 @@ def build_site(out: Path | None = None, root: Path = ROOT, quiet: bool = True, s
     if out.exists(): shutil.rmtree(out)
     shutil.copytree(html, out, ignore=shutil.ignore_patterns(".doctrees", ".buildinfo", "_sources"))
     shutil.copytree(_mathjax_dir(), out / "_static" / "mathjax", ignore=shutil.ignore_patterns("sre", "*svg*"))
-    _localize_links(out, root)
+    (out / "_sources").mkdir()
+    for nb_path in notebooks(root): shutil.copy2(nb_path, out / "_sources" / nb_path.name)  # the download button
     (out / ".nojekyll").touch()
     return out
 
