@@ -154,3 +154,18 @@ def test_readme_config_file_example_is_valid(tmp_path):
     cfg, _ = config_from_args(["--config", str(tmp_path / "run.yaml")])
     assert (cfg.task.name, cfg.task.order, cfg.task.preset, cfg.model.decay, cfg.model.tie_embeddings, cfg.steps) == \
         ("tree-rotate", "bfs", "paper", 0.98, True, 5000)
+
+
+def test_a_config_file_with_sections_trains(tmp_path, capsys):
+    "A config file with task: and model: sections, every model option reachable (decay, cross_positions, tied embeddings)."
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("task: {name: tree-copy, sizes: [32, 8, 8], order: bfs}\n"
+                   "model: {pe: ape-tree, d_model: 16, decay: 0.98, cross_positions: false, tie_embeddings: true,\n"
+                   "        activation: relu, d_ff: 24, max_distance: 4}\n"
+                   "steps: 3\neval_examples: 2\n")
+    train_cli(["--config", str(cfg), "--out", str(tmp_path / "run"), "--no-progress"])
+    assert json.loads(capsys.readouterr().out)["step"] == 3
+    stored = load_checkpoint(tmp_path / "run")["config"]
+    assert stored["model"] | {} == {**stored["model"], "decay": 0.98, "cross_positions": False, "tie_embeddings": True,
+                                    "activation": "relu", "d_ff": 24, "max_distance": 4}
+    assert stored["task"]["order"] == "bfs"
