@@ -125,7 +125,7 @@ class ArityVocab:
         if special: ids = torch.cat([ids.new_tensor([self.start]), ids, ids.new_tensor([self.end])])
         return ids
 
-# %% ../nbs/03_tracking.ipynb #01a0614d
+# %% ../nbs/03_tracking.ipynb #f2557090
 _PLAIN = (str, int, float, bool, type(None))
 
 @patch
