@@ -69,7 +69,7 @@ class SeqVocab:
         if bad: raise ValueError(f"id {bad[0]} is outside the vocabulary of {len(table)} tokens")
         return [table[i] for i in ids]
 
-# %% ../nbs/08a_batching.ipynb #6abe0a02
+# %% ../nbs/08a_batching.ipynb #1f165ac9
 @patch
 def to_dict(self:SeqVocab) -> dict: # {"kind": "seq", "tokens": [...]}
     "The vocabulary as plain JSON data; a token that JSON cannot hold is a `TypeError`."

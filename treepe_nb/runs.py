@@ -108,7 +108,7 @@ def truncate_records(run:str|Path, # a run folder
     rows = [r for r in _records(path) if r["step"] <= step]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
-# %% ../nbs/09a_runs.ipynb #6c5bafc3
+# %% ../nbs/09a_runs.ipynb #c0a755a3
 VOCAB_FIELDS = ("name", "source", "target", "src_order", "tgt_order", "n", "max_depth")   # a task's facts in vocab.json
 
 def _vocab_of(d:dict):

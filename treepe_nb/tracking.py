@@ -125,7 +125,7 @@ class ArityVocab:
         if special: ids = torch.cat([ids.new_tensor([self.start]), ids, ids.new_tensor([self.end])])
         return ids
 
-# %% ../nbs/03_tracking.ipynb #d8c09ca6
+# %% ../nbs/03_tracking.ipynb #ac1eae83
 _PLAIN = (str, int, float, bool, type(None))
 
 @patch
