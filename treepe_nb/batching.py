@@ -4,6 +4,7 @@
 
 # %% ../nbs/08a_batching.ipynb #d8ce6a2a
 from __future__ import annotations
+from fastcore.basics import patch
 from collections import Counter
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Sequence
@@ -67,6 +68,24 @@ class SeqVocab:
         bad = [i for i in ids if not 0 <= i < len(table)]
         if bad: raise ValueError(f"id {bad[0]} is outside the vocabulary of {len(table)} tokens")
         return [table[i] for i in ids]
+
+# %% ../nbs/08a_batching.ipynb #1f165ac9
+@patch
+def to_dict(self:SeqVocab) -> dict: # {"kind": "seq", "tokens": [...]}
+    "The vocabulary as plain JSON data; a token that JSON cannot hold is a `TypeError`."
+    for t in self.tokens:
+        if not isinstance(t, (str, int, float, bool, type(None))) or isinstance(t, float) and not np.isfinite(t):
+            raise TypeError(f"token {t!r:.40} ({type(t).__name__}) cannot be stored as JSON: tokens must be "
+                            f"str, int, float, bool or None")
+    return {"kind": "seq", "tokens": [t.item() if isinstance(t, np.generic) else t for t in self.tokens]}
+
+@patch(cls_method=True)
+def from_dict(cls:SeqVocab, d:dict # from `SeqVocab.to_dict`
+             ) -> SeqVocab:
+    "The vocabulary `to_dict` wrote."
+    if not isinstance(d, dict) or d.get("kind") != "seq" or not isinstance(d.get("tokens"), list):
+        raise ValueError(f"not a SeqVocab's to_dict(): {str(d)[:60]}")
+    return cls(d["tokens"])
 
 # %% ../nbs/08a_batching.ipynb #00919fcf
 def arity_ids(vocab:ArityVocab, # the target vocabulary

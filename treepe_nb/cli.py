@@ -16,6 +16,7 @@ from .model import ModelConfig
 from .tasks import PRESETS, TASKS, TaskConfig
 from .runs import load_checkpoint
 from .train import TrainConfig, build, evaluate, nested_settings, train, Interrupted, BEST_METRICS
+from . import __version__
 
 # %% auto #0
 __all__ = ['config_from_args', 'train_cli', 'eval_cli']
@@ -65,6 +66,7 @@ def _train_parser() -> argparse.ArgumentParser:
                    "settings of its config.yaml (options that would change the model or the data are refused)")
     p.add_argument("--overwrite", action="store_true", help="replace a run that --out already holds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--version", action="version", version=f"%(prog)s (treepe_nb {__version__})")
     choices = _choices()
     for section, cls, base in _sections():
         group = p.add_argument_group(f"{section} ({cls.__name__})" if section else "optimisation and run")

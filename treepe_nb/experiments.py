@@ -72,7 +72,8 @@ def grid_configs(name:str, # a key of `GRIDS`
                         label = "-".join([task, *([target] if target else []), order,
                                           src if src == tgt else f"{src}+{tgt}", f"s{seed}"])
                         options = {**common["task"].get("options", {}), **({"target": target} if target else {})}
-                        cfg = {"eval_every": 500, **{k: v for k, v in common.items() if k not in ("task", "model")},
+                        cfg = {"eval_every": 500, "patience": 0, "stop_when_perfect": False,   # the stored protocol: full budget
+                               **{k: v for k, v in common.items() if k not in ("task", "model")},
                                "out": str(Path(work) / name / label),
                                "task": {**common["task"], "name": task, "order": order, "seed": seed, "options": options},
                                "model": {**common["model"], "pe": tgt, "src_pe": src if src != tgt else None}}

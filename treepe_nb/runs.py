@@ -8,10 +8,12 @@ import json, os, random, socket, sys, warnings
 from pathlib import Path
 import numpy as np
 import torch
+from .batching import SeqVocab
+from .tracking import ArityVocab
 
 # %% auto #0
-__all__ = ['rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint', 'append_record', 'read_metrics',
-           'truncate_records', 'RunLock']
+__all__ = ['VOCAB_FIELDS', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint', 'append_record', 'read_metrics',
+           'truncate_records', 'save_vocab', 'load_vocab', 'RunLock']
 
 # %% ../nbs/09a_runs.ipynb #1eecc854
 def rng_state() -> dict: # the states of Python's, NumPy's and torch's (CPU and CUDA) generators
@@ -105,6 +107,34 @@ def truncate_records(run:str|Path, # a run folder
     if not path.exists(): return
     rows = [r for r in _records(path) if r["step"] <= step]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+# %% ../nbs/09a_runs.ipynb #c0a755a3
+VOCAB_FIELDS = ("name", "source", "target", "src_order", "tgt_order", "n", "max_depth")   # a task's facts in vocab.json
+
+def _vocab_of(d:dict):
+    return (SeqVocab if d.get("kind") == "seq" else ArityVocab).from_dict(d)
+
+def save_vocab(run:str|Path, # a run folder
+               task, # a `tasks.Task`: its vocabularies, `VOCAB_FIELDS` and `info`
+              ) -> Path:
+    "Write the task's vocabularies and the facts a model's input needs into `run/vocab.json` (atomically)."
+    info = json.loads(json.dumps(task.info, default=str))
+    d = {**{k: getattr(task, k) for k in VOCAB_FIELDS}, "src_vocab": task.src_vocab.to_dict(),
+         "tgt_vocab": task.tgt_vocab.to_dict(), "info": info}
+    path = Path(run) / "vocab.json"
+    tmp = path.with_name("vocab.json.tmp")
+    tmp.write_text(json.dumps(d)); os.replace(tmp, path)
+    return path
+
+def load_vocab(run:str|Path # a run folder
+              ) -> dict: # `VOCAB_FIELDS`, `src_vocab`, `tgt_vocab` (as vocabularies) and `info`
+    "What `save_vocab` wrote; a `FileNotFoundError` for a run folder written before run folders kept it."
+    path = Path(run) / "vocab.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no vocab.json in {run}: a run of an older version, or not a run folder "
+                                f"(the task can be rebuilt from config.yaml with train.build)")
+    d = json.loads(path.read_text())
+    return {**d, "src_vocab": _vocab_of(d["src_vocab"]), "tgt_vocab": _vocab_of(d["tgt_vocab"])}
 
 # %% ../nbs/09a_runs.ipynb #423a0021
 def _alive(pid:int) -> bool:

@@ -460,3 +460,6 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
                           licence="Apache-2.0 and MIT-0 (see treepe_nb/data/yaml/NOTICE)"))
 
 register_task("yaml-keys", _yaml_task, replace=True)
+
+from .pairs import pairs_task            # your own pairs from files (chapter 8e)
+register_task("pairs", pairs_task, replace=True)

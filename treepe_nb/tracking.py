@@ -4,6 +4,7 @@
 
 # %% ../nbs/03_tracking.ipynb #17d33d61
 from __future__ import annotations
+import math
 from typing import Hashable, Iterable, Sequence
 import numpy as np
 import torch
@@ -123,6 +124,26 @@ class ArityVocab:
         ids = torch.tensor(ids, dtype=torch.long)[torch.from_numpy(tree.order(order))]
         if special: ids = torch.cat([ids.new_tensor([self.start]), ids, ids.new_tensor([self.end])])
         return ids
+
+# %% ../nbs/03_tracking.ipynb #ac1eae83
+_PLAIN = (str, int, float, bool, type(None))
+
+@patch
+def to_dict(self:ArityVocab) -> dict: # {"kind": "arity", "n": n, "symbols": [[label, [slots...]], ...]}
+    "The vocabulary as plain JSON data (specials left out: they are fixed); a label that JSON cannot hold is a `TypeError`."
+    for label, _ in self.symbols[len(self.specials):]:
+        if not isinstance(label, _PLAIN) or isinstance(label, float) and not math.isfinite(label):
+            raise TypeError(f"label {label!r:.40} ({type(label).__name__}) cannot be stored as JSON: labels must be "
+                            f"str, int, float, bool or None")
+    return {"kind": "arity", "n": self.n, "symbols": [[l, list(p)] for l, p in self.symbols[len(self.specials):]]}
+
+@patch(cls_method=True)
+def from_dict(cls:ArityVocab, d:dict # from `ArityVocab.to_dict`
+             ) -> ArityVocab:
+    "The vocabulary `to_dict` wrote."
+    if not isinstance(d, dict) or d.get("kind") != "arity" or not isinstance(d.get("symbols"), list):
+        raise ValueError(f"not an ArityVocab's to_dict(): {str(d)[:60]}")
+    return cls([(l, tuple(p)) for l, p in d["symbols"]], d["n"])
 
 # %% ../nbs/03_tracking.ipynb #77204b56
 class _Backend:

@@ -23,7 +23,7 @@ from .model import ModelConfig, Transformer, check_number, exact_match
 from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
 from .batching import Batch
 from .runs import (RunLock, append_record, load_checkpoint, read_metrics, rng_state, save_checkpoint,
-                            set_rng_state, truncate_records)
+                            set_rng_state, truncate_records, save_vocab)
 
 # %% auto #0
 __all__ = ['BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', 'nested_settings', 'warmup_cosine',
@@ -55,6 +55,8 @@ class TrainConfig:
     threads: int|None = None         # CPU threads of torch (None: 1 on machines with at most 4 cores, else torch's default)
     out: str = "runs/default"        # the run folder: config, metrics, checkpoints
     best_metric: str = "exact_match" # dev metric that picks best.pt: exact_match, token_accuracy or perplexity
+    patience: int = 4                # stop after this many evaluations without a better best_metric (0: never)
+    stop_when_perfect: bool = True   # stop at the first evaluation whose dev exact match is 1.0
 
     def __post_init__(self):
         if isinstance(self.task, str): self.task = TaskConfig(name=self.task)
@@ -63,7 +65,7 @@ class TrainConfig:
         if not isinstance(self.task, TaskConfig): raise TypeError(f"task must be a TaskConfig, got {self.task!r}")
         if not isinstance(self.model, ModelConfig): raise TypeError(f"model must be a ModelConfig, got {self.model!r}")
         for name in ("steps", "batch_size", "max_output_nodes"): check_number(self, name, int, 1)
-        for name in ("warmup", "eval_every", "eval_examples", "checkpoint_every"): check_number(self, name, int, 0)
+        for name in ("warmup", "eval_every", "eval_examples", "checkpoint_every", "patience"): check_number(self, name, int, 0)
         check_number(self, "lr", float, 0, low_open=True)
         for name in ("weight_decay", "clip"): check_number(self, name, float, 0)
         check_number(self, "label_smoothing", float, 0, 1, high_open=True)
@@ -71,7 +73,9 @@ class TrainConfig:
         if self.threads is not None: check_number(self, "threads", int, 1)
         if not isinstance(self.out, str) or not self.out:
             raise ValueError(f"out must be a folder name, got {self.out!r}")
-        if not isinstance(self.amp, bool): raise ValueError(f"amp must be true or false, got {self.amp!r}")
+        for name in ("amp", "stop_when_perfect"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         check_device(self.device)
         if self.best_metric not in BEST_METRICS:
             raise ValueError(f"best_metric must be one of {', '.join(BEST_METRICS)}, got {self.best_metric!r}")
@@ -269,7 +273,8 @@ def _better(metric:str, new:float, old:float|None) -> bool:
     return old is None or BEST_METRICS[metric] * (new - old) > 0
 
 # %% ../nbs/09_train.ipynb #dfd40648
-RESUMABLE_CHANGES = ("steps", "eval_every", "eval_examples", "checkpoint_every", "device", "amp", "threads", "out")
+RESUMABLE_CHANGES = ("steps", "eval_every", "eval_examples", "checkpoint_every", "device", "amp", "threads", "out",
+                     "patience", "stop_when_perfect")
 
 def _flat_settings(cfg:TrainConfig) -> dict:
     "Every setting as `section.field: value` (the task's and the model's prefixed)."
@@ -292,7 +297,7 @@ def resume_changes(stored:TrainConfig, # the configuration a run folder was star
 class Interrupted(KeyboardInterrupt):
     "A run stopped by Ctrl-C or SIGTERM at a step boundary, after saving last.pt (resume continues it exactly)."
 
-_RUN_FILES = ("config.yaml", "metrics.jsonl", "last.pt", "best.pt", "summary.json")
+_RUN_FILES = ("config.yaml", "vocab.json", "metrics.jsonl", "last.pt", "best.pt", "summary.json")
 
 def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> dict|None:
     "Check what the folder holds against what was asked; returns the checkpoint to resume from, if any."
@@ -324,7 +329,8 @@ def train(cfg:TrainConfig, # the run's settings
           progress:bool|None=None, # a progress bar (None: only on a terminal)
           stop_at:int|None=None, # stop after this step, as an interruption would (the schedule still spans cfg.steps)
           overwrite:bool=False, # replace a run already in `cfg.out` (else that is an error)
-         ) -> dict: # the final dev metrics, the best step and the run folder
+          log_every:float=10.0, # seconds between progress lines on stderr when there is no progress bar (0: none)
+         ) -> dict: # the final dev metrics, the best step, why it stopped early (or None) and the run folder
     "Train a model as `cfg` says, evaluating on dev, writing records and checkpoints into `cfg.out`."
     rank, world, device = _setup_distributed(cfg.device)
     if cfg.batch_size % world:
@@ -343,17 +349,18 @@ def train(cfg:TrainConfig, # the run's settings
         model.to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         sched = warmup_cosine(opt, cfg.warmup, cfg.steps)
-        step, best, best_step = 0, None, None
+        step, best, best_step, since_best, early = 0, None, None, 0, None
         if ck is not None:
             try: model.load_state_dict(ck["model"])
             except RuntimeError as e:
                 raise ValueError(f"{out}/last.pt does not fit the model of its config.yaml: {str(e).splitlines()[0]}") from None
             opt.load_state_dict(ck["optimizer"])
             sched.load_state_dict(ck["scheduler"])
-            step, best, best_step = ck["step"], ck["best"], ck["best_step"]
+            step, best, best_step, since_best = ck["step"], ck["best"], ck["best_step"], ck.get("since_best", 0)
             set_rng_state(ck["rng"])
         if rank == 0:
             (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+            save_vocab(out, task)                      # what `predict.load_run` needs without rebuilding the data
             truncate_records(out, step)
         net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
         per = cfg.batch_size // world
@@ -369,20 +376,26 @@ def train(cfg:TrainConfig, # the run's settings
 
         def checkpoint(name):
             save_checkpoint(out / name, model=model.state_dict(), optimizer=opt.state_dict(),
-                            scheduler=sched.state_dict(), step=step, best=best, best_step=best_step, config=cfg.to_dict())
+                            scheduler=sched.state_dict(), step=step, best=best, best_step=best_step, since_best=since_best,
+                            config=cfg.to_dict())
 
         def evaluation():
-            nonlocal best, best_step
+            nonlocal best, best_step, since_best, early
             if rank == 0:
                 m = evaluate(model, task, "dev", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
                              max_output_nodes=cfg.max_output_nodes, device=device)
                 append_record(out, {"step": step, "split": "dev", **m})
                 if _better(cfg.best_metric, m[cfg.best_metric], best):
-                    best, best_step = m[cfg.best_metric], step
+                    best, best_step, since_best = m[cfg.best_metric], step, 0
                     checkpoint("best.pt")
+                else: since_best += 1
+                if cfg.stop_when_perfect and m["exact_match"] == 1.0: early = "dev exact match 1.0 (stop_when_perfect)"
+                elif cfg.patience and since_best >= cfg.patience:
+                    early = f"no better dev {cfg.best_metric} in {since_best} evaluations (patience={cfg.patience})"
                 checkpoint("last.pt")
+                em = "none decoded" if m["exact_match"] is None else f"{m['exact_match']:.3f}"
                 bar.write(f"step {step}: dev perplexity {m['perplexity']:.3f}, token accuracy {m['token_accuracy']:.3f}, "
-                          f"exact match {m['exact_match']:.3f}", file=sys.stderr)
+                          f"exact match {em}" + (f"; stopping early: {early}" if early else ""), file=sys.stderr)
             if world > 1: dist.barrier()
 
         handlers = _stop_signals(stop)
@@ -390,6 +403,8 @@ def train(cfg:TrainConfig, # the run's settings
         bar = tqdm(total=cfg.steps, initial=step, desc=f"{cfg.task.name} {'/'.join(cfg.model.encodings)}",
                    disable=rank != 0 or (not sys.stderr.isatty() if progress is None else not progress), dynamic_ncols=True)
         epoch, order = None, None
+        lines = rank == 0 and bar.disable and progress is None and log_every > 0     # no bar: a line every log_every s
+        started = last_line = time.perf_counter()
         try:
             while step < min(cfg.steps, stop_at or cfg.steps):
                 e, k = divmod(step, per_epoch)
@@ -410,22 +425,29 @@ def train(cfg:TrainConfig, # the run's settings
                     rate = float(total) / (time.perf_counter() - t0)
                     append_record(out, {"step": step, "split": "train", "loss": mean, "lr": lr, "tokens_per_s": rate})
                     bar.set_postfix(loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}"); bar.update()
+                    if lines and time.perf_counter() - last_line >= log_every:
+                        last_line = time.perf_counter()
+                        print(f"step {step}/{cfg.steps}: loss {mean:.3f}, {rate:.0f} tokens/s, "
+                              f"{last_line - started:.0f} s", file=sys.stderr, flush=True)
                 if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps: evaluation()
                 elif rank == 0 and cfg.checkpoint_every and step % cfg.checkpoint_every == 0: checkpoint("last.pt")
-                stopping = stop["signal"] is not None
-                if world > 1: stopping = bool(_all_sum(torch.tensor(float(stopping), device=device), world))
+                stopping, finished = stop["signal"] is not None, early is not None
+                if world > 1:
+                    flags = _all_sum(torch.tensor([float(stopping), float(finished)], device=device), world)
+                    stopping, finished = bool(flags[0]), bool(flags[1])
                 if stopping:                                   # at a step boundary: the saved state resumes exactly
                     if rank == 0:
                         checkpoint("last.pt")
                         bar.write(f"{stop['signal'] or 'stopped'} at step {step}: {out / 'last.pt'} saved; continue "
                                   f"with --resume", file=sys.stderr)
                     raise Interrupted(step)
+                if finished: break                              # early stopping (the evaluation saved last.pt)
         finally:
             bar.close()
         if rank == 0 and step < cfg.steps: checkpoint("last.pt")                  # stopped early: resumable
         evals = read_metrics(out)[1] if rank == 0 else []
         summary = {"run": str(out), "step": step, "best_step": best_step, cfg.best_metric: best,
-                   "dev": evals[-1] if evals else None}
+                   "stopped_early": early, "dev": evals[-1] if evals else None}
         if rank == 0: (out / "summary.json").write_text(json.dumps(summary, indent=1))
         if world > 1: dist.barrier(); dist.destroy_process_group()
         return summary
