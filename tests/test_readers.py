@@ -228,3 +228,14 @@ def test_load_yaml_data_equals_safe_load_on_many_documents(examples):
         text = yaml.safe_dump(shared, default_flow_style=flow, allow_unicode=True, sort_keys=False)
         assert load_yaml_data(text) == yaml.safe_load(text)
     check()
+
+
+@pytest.mark.parametrize("note", [False, True])
+def test_max_nodes_counts_the_tokens_of_a_document(note):
+    "The per-document limit is exact: a document of n tokens (n tree nodes in the structural layout) fits n, not n - 1."
+    text = "a: [1, {b: []}, {}]\nc: &x {d: e}\nf: *x\n---\nscalar\n---\n{}\n"
+    for doc in read_yaml(text, note=note):
+        n = len(doc.tokens)
+        one = "---\n" + text.split("---\n")[doc.doc]
+        assert len(read_yaml(one, note=note, max_nodes=n)[0].tokens) == n
+        if n > 1: assert isinstance(read_yaml(one, note=note, max_nodes=n - 1, oversize="skip")[0], SkippedDocument)
