@@ -150,6 +150,21 @@ def test_aliases_merge_keys_and_non_string_keys_match_safe_load():
     with pytest.raises(ValueError, match="more than max_nodes=50"): yaml_nodes(laughs, max_nodes=50)
 
 
+def test_quoted_brackets_stay_strings():
+    "Issue 26: a quoted `'[]'` or `'{}'` came back as an empty list or dict (the property test above found it)."
+    text = "a: '[]'\nb: \"{}\"\nc: []\nd: {}\ne: [[], '[]', {}, '{}']\n"
+    loaded = yaml.safe_load(text)
+    values = {n.path: n.value for n in yaml_nodes(text) if n.kind not in KEYS}
+    assert values == {"a": "[]", "b": "{}", "c": [], "d": {}, "e[0]": [], "e[1]": "[]", "e[2]": {}, "e[3]": "{}"}
+    assert all(reach(loaded, n.steps) == n.value and type(reach(loaded, n.steps)) is type(n.value)
+               for n in yaml_nodes(text) if n.kind not in KEYS)
+    for note in (False, True):
+        y, = read_yaml(text, note=note)
+        assert [t for t, c in zip(y.tokens, y.containers) if c] == (["{}", "[]", "{}", "[]", "[]", "{}"] if not note
+                                                                     else ["[]", "{}", "[]", "{}"])
+    assert read_yaml("'[]'")[0].containers == [False] and read_yaml("[]")[0].containers == [True]
+
+
 def test_empty_documents_keep_their_place():
     text = "---\n---\n# just a comment\n--- ''\n--- a\n--- {}\n--- []\n"
     grouped = yaml_documents(text)

@@ -192,6 +192,23 @@ def test_fuzz_yaml_readers(fuzz):
     fuzz(st.one_of(texts(YAML), st.binary(max_size=40), st.integers(), structures), check)
 
 
+def test_fuzz_yaml_limits_and_plain_data(fuzz):
+    "read_yaml with any stream limits and either oversize policy; load_yaml_data with any text and limits."
+    from treepe_nb.readers import SkippedDocument, load_yaml_data, read_yaml
+    limits = st.one_of(st.integers(-1, 40), st.sampled_from([1.5, "9", None, True]))
+    def check(a):
+        text, max_nodes, total, work, oversize = a
+        docs = accepts(lambda: read_yaml(text, max_nodes=max_nodes, max_total_nodes=total, max_nesting_work=work,
+                                         oversize=oversize),
+                       ("max_nodes", "max_total_nodes", "max_nesting_work", "max_nesting", "oversize", "YAML", "key",
+                        "alias", "tag", "merge", "scalar", "document", "mapping", "list"))
+        for d in docs or []:
+            if isinstance(d, SkippedDocument): assert "max_nodes" in d.reason and len(d) == 0
+        accepts(lambda: load_yaml_data(text, max_nodes=max_nodes, max_nesting=total, max_nesting_work=work))
+    fuzz(st.tuples(st.one_of(texts(YAML), st.binary(max_size=40), st.integers(), structures), limits, limits, limits,
+                   st.sampled_from(["raise", "skip", "drop", None])), check)
+
+
 @st.composite
 def tree_positions(draw):
     "Valid positions of random trees, or raw random tensors (which the constructor must check)."

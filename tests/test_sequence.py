@@ -59,6 +59,28 @@ def test_relative_attention_equals_materialised_relations(length, max_distance, 
     torch.testing.assert_close(relative_attention(q, k, v, wk, wv), expected)
 
 
+def test_a_query_with_no_key_to_attend_attends_to_every_key():
+    "Issue 26: an all-False mask row gave NaN; as `attention.attention_mask` does, such a row may attend everywhere."
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(3, 2, 3, 5, 4, dtype=torch.float64, generator=g).unbind(0)
+    wk, wv = torch.randn(2, 5, 4, dtype=torch.float64, generator=g).unbind(0)
+    mask = torch.rand(2, 1, 5, 5, generator=g) > 0.5
+    mask[:, :, 0] = False                                              # query 0 sees no key, in every batch item
+    mask[:, :, 1] = True
+    out, w = relative_attention(q, k, v, wk, wv, mask=mask, return_weights=True)
+    assert torch.isfinite(out).all() and torch.isfinite(w).all()
+    full = relative_attention(q, k, v, wk, wv)
+    torch.testing.assert_close(out[..., 0, :], full[..., 0, :])        # the same output as with no mask at all
+    everywhere = mask.clone()
+    everywhere[:, :, 0] = True                                         # what the convention makes of it
+    torch.testing.assert_close(out, relative_attention(q, k, v, wk, wv, mask=everywhere))
+    # the module, through a mask that hides every key from one query
+    attn = ShawRelativeAttention(8, 2, max_distance=2)
+    x, m = torch.randn(1, 4, 8), torch.ones(4, 4, dtype=torch.bool)
+    m[2] = False
+    assert torch.isfinite(attn(x, mask=m)).all()
+
+
 def test_modules_follow_dtype_and_state_dict():
     pe = SinusoidalPE(8, max_len=16).double()
     assert pe(torch.tensor([3])).dtype == torch.float64

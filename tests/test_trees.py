@@ -99,7 +99,17 @@ def test_from_parents_accepts_any_node_order(nested, rnd):
 
 def test_validation_rejects_non_preorder():
     with pytest.raises(ValueError, match=r"node 3 \('d'\) is not in depth-first preorder"):
-        Tree("abcd", [-1, 0, 0, 1], [-1, 0, 1, 0])     # d's parent b is separated from it by c
+        Tree(list("abcd"), [-1, 0, 0, 1], [-1, 0, 1, 0])     # d's parent b is separated from it by c
+
+
+@pytest.mark.parametrize("labels", ["abc", b"abc", bytearray(b"abc")])
+def test_a_string_is_not_a_sequence_of_labels(labels):
+    "Issue 26: `Tree('abc', ...)` split the string into three labels (and `from_parents` did the same)."
+    with pytest.raises(TypeError, match=r"labels must be a sequence of labels \(one per node\), got a "):
+        Tree(labels, [-1, 0, 0], [-1, 0, 1])
+    with pytest.raises(TypeError, match=r"labels must be a sequence of labels \(one per node\), got a "):
+        Tree.from_parents(labels, [-1, 0, 0])
+    assert Tree(["abc"], [-1], [-1]).labels == ["abc"] and Tree(list("abc"), [-1, 0, 0], [-1, 0, 1]).labels == ["a", "b", "c"]
 
 
 def test_positions_move_to_a_device():

@@ -53,21 +53,26 @@ def _records(y:YamlTree|None) -> list[YamlNode]:
     s = y.start                                           # what `y.positions()` gives, without the dense paths
     depth = (y.tree.depth[s:] - s).tolist()
     sibling = np.where(y.tree.depth[s:] - s > 0, y.tree.slot[s:], 0).tolist()
-    def natural(v, token): return {} if v == token == "{}" else [] if v == token == "[]" else v   # empty containers
-    return [YamlNode(y.tokens[i], NodeKind(k), depth[i], sibling[i], natural(v, y.tokens[i]), y.doc, y.lines[i],
-                     y.columns[i], y.links[i]) for i, (k, v) in enumerate(zip(y.kinds.tolist(), y.values))]
+    def natural(v, box): return v if not box else {} if v == "{}" else []   # an empty container (a quoted '[]' is text)
+    return [YamlNode(y.tokens[i], NodeKind(k), depth[i], sibling[i], natural(v, box), y.doc, y.lines[i],
+                     y.columns[i], y.links[i]) for i, (k, v, box) in enumerate(zip(y.kinds.tolist(), y.values, y.containers))]
 
 def yaml_documents(text:str|bytes, # a YAML stream
                    max_nodes:int=1_000_000, # limit per document, as in `readers.read_yaml`
+                   max_total_nodes:int=2_000_000, # limit for the whole stream, as in `readers.read_yaml`
+                   max_nesting_work:int=100_000_000, # as in `readers.read_yaml`
                   ) -> list[list[YamlNode]]: # one list per document; an empty document gives an empty list
     "The tokens of every document of a stream, as records: `read_yaml(text, note=True)` with coordinates spelled out."
-    return [_records(y) for y in read_yaml(text, note=True, max_nodes=max_nodes)]
+    return [_records(y) for y in read_yaml(text, note=True, max_nodes=max_nodes, max_total_nodes=max_total_nodes,
+                                           max_nesting_work=max_nesting_work)]
 
 def yaml_nodes(text:str|bytes, # a YAML document, or a stream of documents separated by `---`
                max_nodes:int=1_000_000, # limit per document, as in `readers.read_yaml`
+               max_total_nodes:int=2_000_000, # limit for the whole stream, as in `readers.read_yaml`
+               max_nesting_work:int=100_000_000, # as in `readers.read_yaml`
               ) -> list[YamlNode]: # the tokens of every document in order
     "`yaml_documents` flattened into one list."
-    return [n for d in yaml_documents(text, max_nodes) for n in d]
+    return [n for d in yaml_documents(text, max_nodes, max_total_nodes, max_nesting_work) for n in d]
 
 # %% ../nbs/05_additive.ipynb #eab2aebf
 def _check_rows(values:Tensor, top:int, what:str, limit_name:str, truncate:bool|None):

@@ -164,7 +164,7 @@ def relative_attention(q:Tensor, # queries `[batch, heads, q_len, head_dim]`
                        v:Tensor, # values `[batch, heads, k_len, head_dim]`
                        rel_keys:Tensor, # `w^K`: `[2k+1, head_dim]` (shared) or `[heads, 2k+1, head_dim]`
                        rel_values:Tensor, # `w^V`: same shape as `rel_keys`
-                       mask:Tensor|None=None, # bool, broadcasts to `[batch, heads, q_len, k_len]`; True = attend
+                       mask:Tensor|None=None, # bool, broadcasts to `[batch, heads, q_len, k_len]`; True = attend (a query with no key: all)
                        dropout_p:float=0.0, # dropout on the attention weights
                        return_weights:bool=False, # also return the attention weights
                       ):
@@ -206,7 +206,8 @@ def relative_attention(q:Tensor, # queries `[batch, heads, q_len, head_dim]`
     rel = rel.expand(*q.shape[:-2], *rel.shape)                                         # [B, H, Lq, Lk]
     scores = q @ k.transpose(-1, -2) + (q @ rel_keys.transpose(-1, -2)).gather(-1, rel)
     scores = scores / math.sqrt(q.shape[-1])
-    if mask is not None: scores = scores.masked_fill(~mask, float("-inf"))
+    if mask is not None:                          # a query with no key to attend attends to all: finite, not NaN
+        scores = scores.masked_fill(~(mask | ~mask.any(-1, keepdim=True)), float("-inf"))
     weights = F.dropout(scores.softmax(-1), dropout_p) if dropout_p else scores.softmax(-1)
     buckets = weights.new_zeros(*weights.shape[:-1], rel_keys.shape[-2])               # [B, H, Lq, 2k+1]
     buckets = buckets.scatter_add_(-1, rel, weights)

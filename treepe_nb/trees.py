@@ -57,6 +57,15 @@ def _node_array(values, what:str) -> np.ndarray:
         if not _INT64.min <= x <= _INT64.max: raise ValueError(f"{what}[{k}] = {x} is outside the int64 range")
     raise TypeError(f"{what} must hold integers, got dtype {a.dtype}")
 
+def _labels(labels) -> list:
+    "The labels as a list: a `TypeError` for a string (one label, not one per character) or anything not iterable."
+    if isinstance(labels, (str, bytes, bytearray)):
+        raise TypeError(f"labels must be a sequence of labels (one per node), got a {type(labels).__name__} "
+                        f"{labels!r:.40}: pass [{labels!r:.30}] for one label, or list(...) for one per character")
+    try: return list(labels)
+    except TypeError:
+        raise TypeError(f"labels must be a sequence of labels (one per node), got {type(labels).__name__}") from None
+
 class Tree:
     "An ordered tree with nodes in depth-first preorder: `labels`, `parent` (-1 at the root), `slot` (-1 at the root)."
     def __init__(self,
@@ -65,7 +74,7 @@ class Tree:
                  slot:Sequence[int], # child slot of each node under its parent, -1 for the root
                  validate:bool=True, # check the arrays (constructors that build valid arrays skip it)
                 ):
-        self.labels = list(labels)
+        self.labels = _labels(labels)
         self.parent, self.slot = _node_array(parent, "parent"), _node_array(slot, "slot")
         if validate: self._validate()
 
@@ -282,7 +291,7 @@ def from_parents(cls:Tree, labels:Sequence[Hashable], # one label per node, in a
                  parents:Sequence[int], # parent index per node (integers), -1 for the single root
                 ) -> Tree:
     "A tree from a parent array in any node order; children are ordered by their index."
-    par = _node_array(parents, "parents")
+    labels, par = _labels(labels), _node_array(parents, "parents")
     n = len(par)
     if n != len(labels): raise ValueError(f"got {len(labels)} labels but {n} parents")
     for k, label in enumerate(labels): check_label(label, k)
