@@ -35,8 +35,9 @@ def _stdlib_modules(modules) -> tuple[str, ...]|None:
     root, out = Path(sysconfig.get_paths()["stdlib"]), []
     for m in modules:
         if not isinstance(m, str): raise TypeError(f"modules must hold paths as strings, got {m!r}")
-        if not m or PurePosixPath(m).is_absolute() or ".." in PurePosixPath(m).parts \
-                or not (root / m).resolve().is_relative_to(root.resolve()):
+        try: inside = "\0" not in m and (root / m).resolve().is_relative_to(root.resolve())
+        except (OSError, ValueError, RuntimeError): inside = False          # a loop of links, a name too long
+        if not m or PurePosixPath(m).is_absolute() or ".." in PurePosixPath(m).parts or not inside:
             raise ValueError(f"modules: {m!r} is not a path inside the standard library ({root})")
         if not (root / m).is_file(): raise ValueError(f"no such file in the standard library: {m!r} (under {root})")
         out.append(m)

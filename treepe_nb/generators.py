@@ -121,7 +121,7 @@ def _grow(rng, depths):
         offset += len(need)
     return tuple(map(np.concatenate, zip(*chunks)))
 
-# %% ../nbs/08_generators.ipynb #d73c3579
+# %% ../nbs/08_generators.ipynb #51b7492a
 def expected_tree_nodes(depths:Sequence[int] # exact depths of the trees (e.g. from `tree_depths`)
                        ) -> float: # expected number of nodes in all (`inf` past what a float holds)
     "The expected total size of `random_binary_trees` of these depths, from the recurrence above."

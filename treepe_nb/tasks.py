@@ -107,6 +107,9 @@ def _tree_builder(kind):
     def build(seed, sizes, order, depth_mean:float=7.0, depth_std:float=1.0, min_depth:int=1, max_size:int=MAX_NODES):
         leaves, ops = _TREE_LABELS[kind]
         name, setting = f"tree-{kind}", f"depth_mean={depth_mean:g}, depth_std={depth_std:g}"
+        for key, v in (("depth_mean", depth_mean), ("depth_std", depth_std)):   # builders may be called directly
+            if not math.isfinite(v) or (key == "depth_std" and v < 0):
+                raise ValueError(f"{name}: {key} must be a finite number{' >= 0' if key == 'depth_std' else ''}, got {v}")
         _check_budget(name, sizes, max_size, 0, "", "")
         drawn = [tree_depths(task_rng(seed, name, k), size, depth_mean, depth_std, min_depth) for k, size in enumerate(sizes)]
         if kind == "ops":                                      # x0 of depth d - 1 takes distinct labels
