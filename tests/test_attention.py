@@ -204,3 +204,17 @@ def test_fused_kernel_for_every_family_but_shaw(decay):
             att(*enc(x, grid_pos if name == "ape-grid" else tree_pos, mask), mask, causal=True)
         explicit = family == "relative" or decay is not None
         assert sdpa.call_count == (0 if explicit else 1), (name, decay, sdpa.call_count)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(axes=0), r"axes must be an integer >= 1, got 0"),
+    (dict(axes=1.5), r"axes must be an integer >= 1"),
+    (dict(n=0), r"n must be an integer >= 1"),
+    (dict(max_depth=-1), r"max_depth must be an integer >= 0"),
+    (dict(max_len=0), r"max_len must be an integer >= 1"),
+    (dict(num_kinds=0), r"num_kinds must be an integer >= 1"),
+    (dict(max_sibling=-2), r"max_sibling must be an integer >= 0"),
+])
+@pytest.mark.parametrize("name", ["ape-grid", "none"])
+def test_position_encoding_sizes_are_checked_up_front(name, kwargs, match):
+    with pytest.raises(ValueError, match=match): PositionEncoding(name, 16, 2, **kwargs)

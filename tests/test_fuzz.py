@@ -301,3 +301,115 @@ def test_public_signatures_use_one_vocabulary():
     assert params(ShawRelativeAttention)[:2] == ["d_model", "num_heads"]
     assert params(AdditiveTreePE)[:4] == ["d_model", "max_depth", "max_sibling", "num_kinds"]
     assert params(AdditiveTreePE.forward)[1:3] == ["positions", "kinds"]
+
+
+# ------------------------------------------------------------------------------------------------ model surfaces
+# Settings, model inputs and generation of the model chapter; the generators, collator and task settings.
+import numpy as np
+
+from treepe_nb.attention import PositionEncoding
+from treepe_nb.model import Transformer, TransformerConfig
+
+anything = st.one_of(sizes, st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=3), st.none())
+
+
+def test_fuzz_position_encoding_sizes(fuzz):
+    def check(a):
+        name, n, max_depth, max_len, max_sibling, num_kinds, axes = a
+        accepts(lambda: PositionEncoding(name, 16, 2, n, max_depth, max_len, max_sibling, num_kinds, axes),
+                ("n", "max_depth", "max_len", "max_sibling", "num_kinds", "axes", "coordinates", "multiple"))
+    fuzz(st.tuples(st.sampled_from(["ape-grid", "ape-tree", "additive", "stack", "learned", "none"]),
+                   sizes, sizes, sizes, st.one_of(st.none(), sizes), sizes, sizes), check)
+
+
+_MODEL = {}
+
+
+def small_model(pe):
+    if pe not in _MODEL:
+        torch.manual_seed(0)
+        _MODEL[pe] = Transformer(TransformerConfig(10, 10, d_model=8, num_heads=2, enc_layers=1, dec_layers=1, pe=pe,
+                                                   max_len=16)).eval()
+    return _MODEL[pe]
+
+
+def test_fuzz_transformer_config(fuzz):
+    fields = ("pad_id", "num_labels", "max_sibling", "d_ff", "tgt_vocab", "max_depth", "n", "axes", "num_kinds")
+    def check(a):
+        key, value = a
+        cfg = accepts(lambda: TransformerConfig(10, 10, d_model=8, num_heads=2, **{key: value}), (key, "tgt_vocab"))
+        if cfg is not None: accepts(lambda: Transformer(cfg), (key,))
+    fuzz(st.tuples(st.sampled_from(fields), anything), check)
+
+
+def test_fuzz_generate_arguments(fuzz):
+    names = ("max_len", "beam", "length_penalty", "start_id", "end_id", "max_output_nodes")
+    def check(a):
+        pe, kwargs = a
+        out = accepts(lambda: small_model(pe).generate(torch.tensor([[3, 4]]), torch.arange(2)[None], **kwargs), names)
+        if out is not None:
+            limit = kwargs.get("max_len") or 15
+            assert len(out) == 1 and len(out[0]) <= limit
+    values = st.one_of(st.integers(-2, 20), st.sampled_from([1.5, float("nan"), float("inf"), True, "2", None]))
+    fuzz(st.tuples(st.sampled_from(["learned", "rotary"]),
+                   st.dictionaries(st.sampled_from(names), values, max_size=3)), check)
+
+
+def test_fuzz_model_inputs(fuzz):
+    def check(a):
+        src, tgt = a
+        m = small_model("learned")
+        pos = torch.arange(src.shape[-1])[None].expand(*src.shape[:1], -1) if src.ndim == 2 else src
+        tpos = torch.arange(tgt.shape[-1])[None].expand(*tgt.shape[:1], -1) if tgt.ndim == 2 else tgt
+        accepts(lambda: m(src, pos, tgt, tpos), ("src_ids", "tgt_ids", "src_pos", "tgt_pos", "positions", "position"))
+    ids = tensors(dtypes=INT_DTYPES + [torch.float32, torch.bool], max_ndim=3, max_side=4)
+    fuzz(st.tuples(ids, ids), check)
+
+
+def test_fuzz_generators(fuzz):
+    from treepe_nb.generators import random_binary_trees, random_words, task_rng, tree_depths
+    def check(a):
+        kind, x, y, z = a
+        rng = task_rng(0)
+        if kind == "words":
+            accepts(lambda: random_words(rng, x, y, z, 5, max_tokens=10_000),
+                    ("count", "length_mean", "length_std", "vocab_size", "max_tokens"))
+        elif kind == "depths": accepts(lambda: tree_depths(rng, x, y, z), ("count", "mean", "std", "min_depth"))
+        else:
+            depths = [d for d in (x, y) if isinstance(d, int) and not isinstance(d, bool)]
+            accepts(lambda: random_binary_trees(rng, depths, range(1, 6), range(6, 9), unique=bool(z), max_nodes=20_000),
+                    ("depths", "unique", "max_nodes", "label"))
+    num = st.one_of(st.integers(-2, 60), st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([True, "3"]))
+    fuzz(st.tuples(st.sampled_from(["words", "depths", "trees"]), num, num, num), check)
+
+
+def test_fuzz_collator(fuzz):
+    from treepe_nb.batching import Collator, Example
+    t = Tree([11, 1, 2], [-1, 0, 0], [-1, 0, 1])
+    def check(a):
+        src_ids, tgt_ids = a
+        accepts(lambda: Collator("tree", "tree")([Example(t, t, src_ids, tgt_ids)]), ("src_ids", "tgt_ids"))
+    arrays = st.one_of(st.lists(st.integers(0, 30), max_size=5).map(np.array),
+                       st.lists(st.floats(0, 30), min_size=1, max_size=4).map(np.array),
+                       st.lists(st.text(max_size=2), min_size=1, max_size=3).map(lambda v: np.array(v, dtype=object)))
+    fuzz(st.tuples(arrays, arrays), check)
+
+
+def test_fuzz_task_settings(fuzz):
+    from treepe_nb.tasks import make_task
+    def check(a):
+        name, key, value = a
+        accepts(lambda: make_task(name, sizes=(3, 1, 1), **{key: value}),
+                (key, "max_size", "depth", "sizes", "setting"))
+    keys = st.sampled_from(["depth_mean", "depth_std", "min_depth", "length_mean", "length_std", "vocab_size", "max_size"])
+    values = st.one_of(st.integers(-3, 70), st.sampled_from([10**9, 1e9, 200.0, float("nan"), -1.0, True, "4"]))
+    fuzz(st.tuples(st.sampled_from(["seq-copy", "seq-repeat", "tree-copy", "tree-ops"]), keys, values), check)
+
+
+def test_fuzz_docstring_modules(fuzz):
+    from treepe_nb.corpora import docstring_functions
+    path = st.one_of(st.sampled_from(["json/decoder.py", "../os.py", "/etc/passwd", "json/../../x.py", "", "json",
+                                      "nope.py", "json/nope.py"]), st.text(max_size=8))
+    fuzz(st.one_of(path, st.lists(path, max_size=2), st.integers(), st.none().map(lambda _: ["json/scanner.py"])),
+         lambda modules: accepts(lambda: docstring_functions(modules, max_nodes=64),
+                                 ("modules", "standard library", "max_nodes")))

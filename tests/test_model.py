@@ -266,3 +266,94 @@ def test_batched_generation_equals_one_at_a_time(pe, trees, seed, beam):
         alone = m.generate(i1, p1, vocab, "dfs", beam=beam, max_output_nodes=15, return_all=True)[0]
         assert [o for o, _ in alone] == [o for o, _ in together[b]]
         for (_, s1), (_, s2) in zip(alone, together[b]): assert abs(s1 - s2) < 1e-4
+
+
+# ---- generation and model inputs refuse bad arguments up front, with one line naming them ----
+
+def seq_model(pe="learned", max_len=64, **kw):
+    torch.manual_seed(0)
+    return Transformer(TransformerConfig(10, 10, d_model=16, num_heads=2, enc_layers=1, dec_layers=1, pe=pe,
+                                         max_len=max_len, **kw)).eval()
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(max_len=0), ValueError, "max_len must be an integer >= 1"),
+    (dict(max_len=2.5), TypeError, "max_len must be an integer"),
+    (dict(max_len=65), ValueError, r"max_len=65 .* 64 positions .*max_len <= 64"),
+    (dict(beam=1.5), TypeError, "beam must be None .* or an integer"),
+    (dict(beam=True), TypeError, "beam must be None"),
+    (dict(beam=0), ValueError, "beam must be None"),
+    (dict(beam=2, length_penalty=float("nan")), ValueError, "length_penalty must be a finite number"),
+    (dict(length_penalty="1"), TypeError, "length_penalty must be a finite number"),
+    (dict(start_id=99), ValueError, r"start_id=99 is outside 0..9 \(tgt_vocab=10\)"),
+    (dict(end_id=-1), ValueError, r"end_id=-1 is outside 0..9"),
+    (dict(start_id=1.0), TypeError, "start_id must be an integer"),
+    (dict(max_output_nodes=0), ValueError, "max_output_nodes must be an integer >= 1"),
+])
+def test_generate_argument_errors(kwargs, error, match):
+    m = seq_model()
+    with pytest.raises(error, match=match): m.generate(*encoder_batch([[3, 4]]), **kwargs)
+
+
+def test_generate_max_len_is_exact_and_fits_the_table():
+    m = seq_model()
+    favour = torch.zeros(10); favour[5] = 50.0                    # never <end>: the output is max_len tokens long
+    with torch.no_grad(): m.generator.weight.zero_(); m.dec_norm.bias.copy_(torch.ones(16)); m.generator.weight[5] = 1.0
+    assert [len(o) for o in m.generate(*encoder_batch([[3, 4]]), max_len=1)] == [1]
+    assert [len(o) for o in m.generate(*encoder_batch([[3, 4]]), max_len=64)] == [64]   # positions 0..63 of 64 rows
+    assert [len(o) for o in m.generate(*encoder_batch([[3, 4]]))] == [63]                # default: cfg.max_len - 1
+    assert len(seq_model(pe="rotary").generate(*encoder_batch([[3]]), max_len=200)[0]) <= 200   # no table: no limit
+
+
+def test_generate_tree_budget_must_fit_the_table():
+    vocab = ArityVocab([("a", ()), ("b", (0, 1))], n=2)
+    m = Transformer(TransformerConfig(5, len(vocab), d_model=16, num_heads=2, src_pe="ape-seq", tgt_pe="sinusoidal",
+                                      max_len=32)).eval()
+    with pytest.raises(ValueError, match=r"max_output_nodes=40 .* 32 positions"):
+        m.generate(*encoder_batch([[3]]), vocab=vocab, max_output_nodes=40)
+    assert isinstance(m.generate(*encoder_batch([[3]]), vocab=vocab, max_output_nodes=31)[0], Tree)
+
+
+def test_generate_with_non_finite_weights_says_so():
+    for beam in (None, 2):
+        m = seq_model()
+        with torch.no_grad(): m.generator.weight.fill_(float("nan"))
+        with pytest.raises(ValueError, match="not finite .*NaN or infinite weights"):
+            m.generate(*encoder_batch([[3, 4]]), beam=beam, max_len=4)
+
+
+def test_model_input_errors():
+    m = seq_model()
+    src, pos = encoder_batch([[3, 4]])
+    tgt, tpos, _ = decoder_batch([[5], [6]])
+    with pytest.raises(ValueError, match=r"tgt_ids has 2 rows but the source 1"): m(src, pos, tgt, tpos)
+    with pytest.raises(ValueError, match=r"src_pos .*batch and length"): m(src, pos[:, :1], tgt[:1], tpos[:1])
+    # any integer dtype is accepted (converted to int64); floats and bools are refused
+    ref = m(src, pos, tgt[:1], tpos[:1])
+    for dtype in (torch.int16, torch.int8, torch.uint8, torch.int32):
+        torch.testing.assert_close(m(src.to(dtype), pos, tgt[:1].to(dtype), tpos[:1]), ref)
+    with pytest.raises(TypeError, match="src_ids must be an integer tensor"): m(src.float(), pos)
+
+
+def test_kinds_of_the_wrong_shape_are_refused():
+    vocab = ArityVocab([("a", ()), ("b", (0, 1))], n=2)
+    t = Tree(["b", "a", "a"], [-1, 0, 0], [-1, 0, 1])
+    m = Transformer(TransformerConfig(len(vocab), len(vocab), d_model=16, num_heads=2, pe="additive", n=2)).eval()
+    ids, pos = encoder_batch([t], vocab, "bfs", 4)
+    for kinds in (torch.zeros(2, 5, dtype=torch.long), torch.zeros(1, 3, 2, dtype=torch.long)):
+        with pytest.raises(ValueError, match=r"kinds has shape .* but the positions \(1, 3\)"): m.encode(ids, pos, kinds)
+    with pytest.raises(TypeError, match="kinds must hold integers"): m.encode(ids, pos, torch.zeros(1, 3))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(pad_id=20), r"pad_id must be in \[0, 9\]"),
+    (dict(pad_id=-1), r"pad_id must be in \[0, 9\]"),
+    (dict(num_labels=-1), r"num_labels must be in \[1, inf\]"),
+    (dict(num_labels=0), r"num_labels must be in \[1, inf\]"),
+    (dict(max_sibling=-1), r"max_sibling must be in \[0, inf\]"),
+    (dict(d_ff=-5), r"d_ff must be in \[1, inf\]"),
+    (dict(max_depth=2.5), "max_depth must be an integer"),
+])
+def test_transformer_config_closes_the_gaps(kwargs, match):
+    with pytest.raises(ValueError, match=match): TransformerConfig(10, 10, **kwargs)
+    with pytest.raises(ValueError, match=r"pad_id must be in \[0, 4\]"): TransformerConfig(10, 5, pad_id=7)

@@ -12,7 +12,8 @@ from hypothesis import given, settings, strategies as st
 from torch.utils.data import DataLoader, DistributedSampler
 
 from treepe_nb.batching import Collator, Example, SeqVocab, arity_ids
-from treepe_nb.generators import c3_step, random_binary_trees, rotate, task_rng, tree_depths, tree_op, tree_ops_source
+from treepe_nb.generators import (c3_step, random_binary_trees, random_words, rotate, task_rng, tree_depths, tree_op,
+                                 tree_ops_source)
 from treepe_nb.tasks import PRESETS, TASKS, TaskConfig, make_task, register_task
 from treepe_nb.trees import Tree
 
@@ -394,3 +395,126 @@ def test_register_task_user_builder_with_kwargs():
         TASKS.pop("toy-anything", None)
     with pytest.raises(TypeError, match="must take \\(seed, sizes, order"): register_task("toy", lambda: None)
     with pytest.raises(TypeError, match="non-empty string"): register_task("", build)
+
+
+# ---- settings that would hang, exhaust memory or silently change the data are refused up front ----
+
+def test_unique_labels_that_cannot_suffice_are_refused_at_once():
+    with pytest.raises(ValueError, match=r"unique=True: a tree of depth 6 needs at least 7 leaf labels and 6 operator"):
+        random_binary_trees(task_rng(0), [6], range(3), range(3), unique=True)
+    with pytest.raises(ValueError, match=r"depth_mean=61.*keep the depths <= 60"):
+        make_task("tree-ops", sizes=(2, 1, 1), depth_mean=61)
+
+
+def test_unique_redraws_are_bounded_by_the_budget():
+    with pytest.raises(ValueError, match=r"unique=True: .* after drawing .* nodes in all.*max_nodes=20000"):
+        random_binary_trees(task_rng(0), [25] * 4, range(1, 65), range(65, 124), unique=True, max_nodes=20_000)
+    with pytest.raises(ValueError, match=r"max_size=50000"):
+        make_task("tree-ops", sizes=(20, 1, 1), depth_mean=25, depth_std=0.1, max_size=50_000)
+
+
+@pytest.mark.parametrize("name, kwargs, match", [
+    ("tree-copy", dict(depth_mean=200), r"tree-copy: .*nodes in all .*depth_mean=200.*over the budget max_size=20000000"),
+    ("tree-copy", dict(sizes=(10**9, 1, 1)), r"sizes=\(1000000000, 1, 1\).*over the budget max_size"),
+    ("tree-copy", dict(depth_mean=20, max_size=1000), r"max_size=1000"),
+    ("seq-copy", dict(vocab_size=10**9), r"vocab_size=1000000000 .*over the budget max_size=20000000"),
+    ("seq-repeat", dict(length_mean=1e9), r"seq-repeat: .*tokens in all .*length_mean=1e\+09.*max_size"),
+    ("seq-copy", dict(sizes=(10**9, 1, 1)), r"sizes=\(1000000000, 1, 1\).*max_size"),
+])
+def test_size_budget_refuses_before_building(name, kwargs, match):
+    kwargs = {"sizes": (3, 1, 1), **kwargs}
+    with pytest.raises(ValueError, match=match): make_task(name, **kwargs)
+
+
+def test_size_budget_can_be_raised():
+    assert "max_size" in TaskConfig("tree-copy").settings or "max_size" in __import__("treepe_nb.tasks").tasks.task_settings("tree-copy")
+    make_task("tree-copy", sizes=(3, 1, 1), depth_mean=12, max_size=10**5)
+    make_task("seq-copy", sizes=(3, 1, 1), length_mean=400, max_size=10**4)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda r: random_words(r, 3, float("nan")), ValueError, "length_mean must be a finite number"),
+    (lambda r: random_words(r, 3, 5.0, float("inf")), ValueError, "length_std must be a finite number"),
+    (lambda r: random_words(r, 3, 5.0, 1.0, 4.5), TypeError, "vocab_size must be an integer"),
+    (lambda r: random_words(r, -1), ValueError, "count must be an integer >= 0"),
+    (lambda r: random_words(r, 10, 100.0, max_tokens=50), ValueError, r"tokens in all, over the budget max_tokens=50"),
+    (lambda r: tree_depths(r, 3, float("nan")), ValueError, "mean must be a finite number"),
+    (lambda r: tree_depths(r, 3, 5.0, -1.0), ValueError, "std must be a finite number >= 0"),
+    (lambda r: tree_depths(r, 2.5), TypeError, "count must be an integer"),
+    (lambda r: random_binary_trees(r, [1.5], [1], [2]), TypeError, "depths must be integers"),
+])
+def test_generator_arguments_are_checked(call, error, match):
+    with pytest.raises(error, match=match): call(task_rng(0))
+
+
+def test_collate_refuses_float_and_mismatched_ids():
+    t = Tree([11, 1, 2], [-1, 0, 0], [-1, 0, 1])
+    c = Collator("tree", "tree")
+    good = Example(t, t, np.array([4, 5, 6]), np.array([4, 5, 6]))
+    c([good])
+    with pytest.raises(TypeError, match=r"example 0: src_ids must hold integers, got float64"):
+        c([Example(t, t, np.array([4.7, 5, 6]), good.tgt_ids)])
+    with pytest.raises(ValueError, match=r"example 1: src_ids has 4 ids but the source has 3 nodes"):
+        c([good, Example(t, t, np.array([4, 5, 6, 7]), good.tgt_ids)])
+    with pytest.raises(ValueError, match=r"example 0: tgt_ids has 2 ids but the target has 3 nodes"):
+        c([Example(t, t, good.src_ids, np.array([4, 5]))])
+    s = Collator("sequence", "sequence")
+    with pytest.raises(ValueError, match=r"src_ids has 3 ids but the source has 2 tokens"):
+        s([Example(np.array([1, 2]), np.array([1]), np.array([4, 5, 6]), np.array([4]))])
+    with pytest.raises(TypeError, match=r"tgt_ids must hold integers, got object"):
+        s([Example(np.array([1, 2]), np.array([1]), np.array([4, 5]), np.array(["4"], dtype=object))])
+    lab = Collator("tree", "labels")
+    with pytest.raises(ValueError, match=r"tgt_ids has 2 labels but the source has 3 nodes"):
+        lab([Example(t, None, good.src_ids, np.array([1, -100]))])
+
+
+# ---- the real corpora: paths inside the standard library, bounded work, YAML keys with reserved names ----
+
+def test_docstring_modules_must_be_stdlib_paths():
+    from treepe_nb.corpora import docstring_functions
+    with pytest.raises(TypeError, match=r"modules must be a list of paths .*got the string 'json/decoder.py'"):
+        docstring_functions("json/decoder.py")
+    with pytest.raises(TypeError, match=r"modules must be a list of paths"):
+        make_task("py-docstring2ast", sizes=(3, 1, 1), modules="json/decoder.py")
+    for bad in ("../os.py", "/etc/passwd", "json/../../x.py"):
+        with pytest.raises(ValueError, match=r"is not a path inside the standard library"): docstring_functions([bad])
+    with pytest.raises(ValueError, match=r"no such file in the standard library: 'json/nope.py'"):
+        docstring_functions(["json/nope.py"])
+    fns, report = docstring_functions(["json/decoder.py"])
+    assert fns and report["files"] == 1
+
+
+def test_docstring_functions_skip_deep_and_filter_large_before_building(tmp_path, monkeypatch):
+    import sysconfig
+    from treepe_nb import corpora
+    (tmp_path / "deep.py").write_text('def f():\n    "Deep."\n    return ' + "-" * 200_000 + "1\n")
+    (tmp_path / "big.py").write_text('def g():\n    "Big."\n    return [' + "0," * 20_000 + "]\n\n"
+                                     'def h():\n    "Small."\n    return 1\n')
+    paths = sysconfig.get_paths()
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: {**paths, "stdlib": str(tmp_path)})
+    built = []
+    real = Tree.from_python_ast.__func__
+    monkeypatch.setattr(Tree, "from_python_ast", classmethod(lambda cls, s: built.append(1) or real(cls, s)))
+    fns, report = corpora.docstring_functions(["deep.py", "big.py"], max_nodes=256)
+    assert [f["name"] for f in fns] == ["h"] and report["skipped"] == ["deep.py"] and report["too_large"] == 1
+    assert len(built) == 1                                  # the large body's tree was never built
+
+
+def _yaml_dir(tmp_path, texts):
+    for i, text in enumerate(texts): (tmp_path / f"f{i}.yml").write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize("texts", [[], ["- a\n- b\n", "just text\n"]], ids=["empty", "no keys"])
+def test_yaml_keys_without_keys_says_so(tmp_path, texts):
+    with pytest.raises(ValueError, match=r"yaml-keys: no document with a key in the training split"):
+        make_task("yaml-keys", sizes=(8, 1, 1), corpus=_yaml_dir(tmp_path, texts))
+
+
+def test_yaml_keys_named_like_special_tokens(tmp_path):
+    texts = [f"<end>: {i}\n<doc>: x\n<mask>: y\n\\<end>: z\nname: w\n" for i in range(12)]
+    task = make_task("yaml-keys", sizes=(10, 1, 1), corpus=_yaml_dir(tmp_path, texts), min_count=1)
+    labels = {l for e in task.train for l in e.src.labels}
+    assert {"\\<end>", "\\<doc>", "\\<mask>", "\\\\<end>", "name", "<doc>"} <= labels
+    assert "<end>" not in labels and "<mask>" not in labels
+    assert sum(l == "<doc>" for l in task.train[0].src.labels) == 1       # only the root is <doc>

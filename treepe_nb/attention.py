@@ -200,6 +200,11 @@ class PositionEncoding(nn.Module):
         self.encoding = ENCODINGS[name]
         self.family, self.reads = self.encoding.family, self.encoding.reads
         self.head_dim = check_heads(d_model, num_heads)
+        for what, v, low in (("n", n, 1), ("max_depth", max_depth, 0), ("max_len", max_len, 1),
+                             ("max_sibling", 0 if max_sibling is None else max_sibling, 0), ("num_kinds", num_kinds, 1),
+                             ("axes", axes, 1)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{what} must be an integer >= {low}, got {v!r}")
         self.d_model, self.num_heads, self.n, self.max_depth, self.max_len = d_model, num_heads, n, max_depth, max_len
         self.max_sibling, self.num_kinds, self.axes = n if max_sibling is None else max_sibling, num_kinds, axes
         if self.family == "rotation":
@@ -229,6 +234,12 @@ class PositionEncoding(nn.Module):
                 f"positions {tuple(positions.shape)} and mask {tuple(mask.shape)} must start with the "
                 f"batch and length of x {tuple(x.shape)}"
             )
+        if kinds is not None:
+            if not isinstance(kinds, Tensor) or kinds.dtype.is_floating_point or kinds.dtype.is_complex \
+                    or kinds.dtype == torch.bool:
+                raise TypeError(f"kinds must hold integers [batch, length], got {getattr(kinds, 'dtype', kinds)!r}")
+            if tuple(kinds.shape) != (B, L):
+                raise ValueError(f"kinds has shape {tuple(kinds.shape)} but the positions ({B}, {L})")
         kind = m if self.name == "none" or "sequence" not in self.reads else "sequence"
         tree = grid = None
         if m == "sequence": index = positions.masked_fill(~mask, 0)

@@ -193,20 +193,20 @@ class Collator:
 
     def __call__(self, examples:Sequence[Example]) -> Batch:
         if not len(examples): raise ValueError("collate needs at least one example")
-        src = [self._linear(e.src, e.src_ids, self.source, self.src_order) for e in examples]
+        src = [self._linear(e.src, e.src_ids, self.source, self.src_order, i) for i, e in enumerate(examples)]
         src_ids = _pad(src, 0)
         src_index = _index([len(s) for s in src], src_ids.shape[1])
         src_pos = (batch_positions([e.src for e in examples], self.src_order, self.max_depth) if self.source == "tree"
                    else src_index)
         kinds = None
         if examples[0].kinds is not None:
-            kinds = _pad([self._linear(e.src, e.kinds, self.source, self.src_order) for e in examples], 0)
+            kinds = _pad([self._linear(e.src, e.kinds, self.source, self.src_order, i, "kinds")
+                          for i, e in enumerate(examples)], 0)
         if self.target == "labels":
-            labels = _pad(
-                [self._linear(e.src, e.tgt_ids, self.source, self.src_order) for e in examples], -100
-            )
+            labels = _pad([self._linear(e.src, e.tgt_ids, self.source, self.src_order, i, "tgt_ids", "labels")
+                           for i, e in enumerate(examples)], -100)
             return Batch(src_ids, src_pos, None, None, labels, src_index, None, kinds)
-        tgt = [self._linear(e.tgt, e.tgt_ids, self.target, self.tgt_order) for e in examples]
+        tgt = [self._linear(e.tgt, e.tgt_ids, self.target, self.tgt_order, i, "tgt_ids") for i, e in enumerate(examples)]
         T = max(len(t) for t in tgt) + 1
         tgt_ids = _pad([np.r_[1, t] for t in tgt], 0)                           # <start> y_0 ... y_{n-1}
         labels = _pad([np.r_[t, 2] for t in tgt], -100)                          # y_0 ... y_{n-1} <end>
@@ -217,8 +217,15 @@ class Collator:
         return Batch(src_ids, src_pos, tgt_ids, tgt_pos, labels, src_index, tgt_index, kinds)
 
     @staticmethod
-    def _linear(obj, ids, kind, order):
-        "Ids of one side in its linearisation: trees' preorder ids reordered, sequences as they are."
+    def _linear(obj, ids, kind, order, i:int=0, what:str="src_ids", unit:str="ids"):
+        "Ids of one side in its linearisation: trees' preorder ids reordered, sequences as they are; one integer per node."
+        ids = np.asarray(ids)
+        if ids.size and ids.dtype.kind not in "iu":
+            raise TypeError(f"example {i}: {what} must hold integers, got {ids.dtype}")
+        if ids.ndim != 1 or len(ids) != len(obj):
+            side = "target" if what == "tgt_ids" and unit == "ids" else "source"
+            raise ValueError(f"example {i}: {what} has {ids.size} {unit} but the {side} has {len(obj)} "
+                             f"{'nodes' if kind == 'tree' else 'tokens'}")
         return ids[obj.order(order)] if kind == "tree" else ids
 
 # %% ../nbs/08a_batching.ipynb #6395e6db

@@ -4,10 +4,10 @@
 
 # %% ../nbs/08b_corpora.ipynb #3d1ea009
 from __future__ import annotations
-import ast, re, shutil, subprocess, sys, sysconfig, tarfile, tempfile, zipfile
+import ast, itertools, re, shutil, subprocess, sys, sysconfig, tarfile, tempfile, zipfile
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Sequence
 import numpy as np
 from .trees import Tree
@@ -26,26 +26,56 @@ def docstring_tokens(line:str) -> list[str]:
     "The lower-cased words and punctuation marks of a docstring line."
     return _DOC_TOKEN.findall(line.lower())
 
-@lru_cache(maxsize=8)
-def docstring_functions(modules:tuple[str, ...]|None=None, # stdlib paths like "json/decoder.py"; default all
+def _stdlib_modules(modules) -> tuple[str, ...]|None:
+    "`modules` checked: relative paths of files inside the standard library, as a tuple (None stays None)."
+    if modules is None: return None
+    if isinstance(modules, (str, bytes)) or not hasattr(modules, "__iter__"):
+        raise TypeError(f"modules must be a list of paths under the standard library (e.g. ['json/decoder.py']), "
+                        f"got {'the string ' if isinstance(modules, str) else ''}{modules!r}")
+    root, out = Path(sysconfig.get_paths()["stdlib"]), []
+    for m in modules:
+        if not isinstance(m, str): raise TypeError(f"modules must hold paths as strings, got {m!r}")
+        try: inside = "\0" not in m and (root / m).resolve().is_relative_to(root.resolve())
+        except (OSError, ValueError, RuntimeError): inside = False          # a loop of links, a name too long
+        if not m or PurePosixPath(m).is_absolute() or ".." in PurePosixPath(m).parts or not inside:
+            raise ValueError(f"modules: {m!r} is not a path inside the standard library ({root})")
+        if not (root / m).is_file(): raise ValueError(f"no such file in the standard library: {m!r} (under {root})")
+        out.append(m)
+    return tuple(out)
+
+def _more_nodes_than(statements, limit:int) -> bool:
+    "Whether a `Module` of these statements has more than `limit` syntax nodes (a lower bound of its tree), counted lazily."
+    nodes = (n for s in statements for n in ast.walk(s) if not isinstance(n, ast.expr_context))   # ctx: not in the tree
+    return sum(1 for _ in itertools.islice(nodes, limit)) + 1 > limit
+
+def docstring_functions(modules:Sequence[str]|None=None, # stdlib paths like "json/decoder.py"; default all
+                        max_nodes:int|None=None, # bodies with more nodes are left out, before their trees are built
                        ) -> tuple[list[dict], dict]: # one dict per function (module, name, line, doc, body) and a report
     "Functions with a docstring and a body beyond it, from the standard library of the running Python."
+    if max_nodes is not None and (isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1):
+        raise ValueError(f"max_nodes must be None or an integer >= 1, got {max_nodes!r}")
+    return _docstring_functions(_stdlib_modules(modules), max_nodes)
+
+@lru_cache(maxsize=8)
+def _docstring_functions(modules:tuple[str, ...]|None, max_nodes:int|None) -> tuple[list[dict], dict]:
     root = Path(sysconfig.get_paths()["stdlib"])
-    files, out, skipped = stdlib_sources(modules), [], []
+    files, out, skipped, large = stdlib_sources(modules), [], [], 0
     for path in files:
         rel = path.relative_to(root).as_posix()
         try: module = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError):   # too deep: MemoryError
             skipped.append(rel); continue
         for node in ast.walk(module):                          # iterative (breadth-first), deterministic
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(node.body) < 2: continue
             doc = ast.get_docstring(node)
             if not doc or not doc.strip(): continue
+            if max_nodes is not None and _more_nodes_than(node.body[1:], max_nodes): large += 1; continue
             body = Tree.from_python_ast(ast.Module(body=node.body[1:], type_ignores=[]))
             out.append(dict(module=rel, name=node.name, line=node.lineno, doc=doc.strip().splitlines()[0].strip(),
                             body=body))
     return out, dict(
-        python=sys.version.split()[0], stdlib=str(root), files=len(files), skipped=skipped, functions=len(out)
+        python=sys.version.split()[0], stdlib=str(root), files=len(files), skipped=skipped, too_large=large,
+        functions=len(out)
     )
 
 # %% ../nbs/08b_corpora.ipynb #64850b00
@@ -66,13 +96,19 @@ def ast_leaf_classes(t:Tree) -> list[str|None]:
     return out
 
 # %% ../nbs/08b_corpora.ipynb #3830ed10
+_RESERVED = re.compile(r"\\*<(pad|start|end|unk|mask|doc)>")   # the tasks' special tokens, escaped or not
+
+def _escape(label:str) -> str:
+    "A token written like a special token (`<end>`, `\\<end>`, ...) gets one more backslash: no clash, and reversible."
+    return "\\" + label if _RESERVED.fullmatch(label) else label
+
 def yaml_trees(text:str|bytes, # a YAML stream
               ) -> list[tuple[Tree, np.ndarray]]: # per non-empty document: its tree and the `NodeKind` of every node
     "The adapter to the library's YAML reader: each document as a `Tree` under a `<doc>` root, with node kinds."
     out = []
     for doc in read_yaml(text, note=True):                 # the note's layout: a value hangs under its key
         if doc is None or not len(doc): continue
-        t, labels = doc.tree, ["<doc>"] + [str(tok) for tok in doc.tokens]
+        t, labels = doc.tree, ["<doc>"] + [_escape(str(tok)) for tok in doc.tokens]
         if doc.start: parent, slot = t.parent, t.slot      # the document's container becomes `<doc>`
         else: parent, slot = np.r_[-1, t.parent + 1], np.r_[-1, 0]   # a lone scalar: put it under `<doc>`
         kind = np.r_[int(NodeKind.KEY), doc.kinds.numpy()]

@@ -4,14 +4,14 @@
 
 # %% ../nbs/08_generators.ipynb #7ff4fe78
 from __future__ import annotations
-import zlib
+import math, zlib
 from typing import Sequence
 import numpy as np
 from .trees import Tree
 
 # %% auto #0
-__all__ = ['SEQ_TARGETS', 'TREE_OPS', 'OPS_BASE', 'task_rng', 'random_words', 'tree_depths', 'random_binary_trees', 'flat_trees',
-           'rotate', 'c3_step', 'tree_op', 'tree_ops_source']
+__all__ = ['SEQ_TARGETS', 'MAX_NODES', 'TREE_OPS', 'OPS_BASE', 'task_rng', 'random_words', 'tree_depths', 'expected_tree_nodes',
+           'random_binary_trees', 'flat_trees', 'rotate', 'c3_step', 'tree_op', 'tree_ops_source']
 
 # %% ../nbs/08_generators.ipynb #85285329
 def task_rng(seed:int, # the user's seed
@@ -25,15 +25,40 @@ def task_rng(seed:int, # the user's seed
 # %% ../nbs/08_generators.ipynb #03e311a6
 SEQ_TARGETS = {"copy": lambda w: w, "reverse": lambda w: w[::-1], "repeat": lambda w: np.concatenate([w, w])}
 
+MAX_NODES = 20_000_000       # the default size budget: nodes (trees) or tokens (words) drawn in one call
+
+def _whole(name:str, v, low:int=0) -> int:
+    "An integer argument (NumPy's too; no bool, no float) >= low, else a `TypeError` / `ValueError` naming it."
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {v!r}")
+    if v < low: raise ValueError(f"{name} must be an integer >= {low}, got {v}")
+    return int(v)
+
+def _finite(name:str, v, low:float=-math.inf) -> float:
+    "A finite real argument >= low, else a `TypeError` / `ValueError` naming it."
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a finite number, got {v!r}")
+    if not math.isfinite(v) or v < low:
+        raise ValueError(f"{name} must be a finite number{f' >= {low:g}' if low > -math.inf else ''}, got {v}")
+    return float(v)
+
 def random_words(rng:np.random.Generator, # from `task_rng`
                  count:int, # number of words
                  length_mean:float=100.0, # mean of the normal length distribution
                  length_std:float=10.0, # its standard deviation
                  vocab_size:int=20, # tokens are 1 .. vocab_size
+                 max_tokens:int=MAX_NODES, # the budget: more tokens in all is a `ValueError` (before any is drawn)
                 ) -> list[np.ndarray]: # int64 arrays
     "Random words with normally distributed lengths (rounded, at least 1) and uniform tokens."
-    if vocab_size < 1: raise ValueError(f"vocab_size must be >= 1, got {vocab_size}")
+    count, vocab_size = _whole("count", count), _whole("vocab_size", vocab_size, 1)
+    max_tokens = _whole("max_tokens", max_tokens)
+    _finite("length_mean", length_mean); _finite("length_std", length_std, 0)
+    if count > max_tokens:
+        raise ValueError(f"{count} words of at least one token are over the budget max_tokens={max_tokens}")
     lengths = np.maximum(np.rint(rng.normal(length_mean, length_std, count)), 1).astype(np.int64)
+    if lengths.sum() > max_tokens:
+        raise ValueError(f"{count} words of length_mean={length_mean:g} hold {int(lengths.sum())} tokens in all, "
+                         f"over the budget max_tokens={max_tokens}")
     tokens = rng.integers(1, vocab_size + 1, int(lengths.sum()))
     return np.split(tokens, np.cumsum(lengths)[:-1]) if count else []
 
@@ -45,7 +70,8 @@ def tree_depths(rng:np.random.Generator, # from `task_rng`
                 min_depth:int=1, # smaller draws are raised to this
                ) -> np.ndarray: # int64 `[count]`
     "Depths `max(trunc(x), min_depth)` with `x ~ Normal(mean, std)`."
-    if min_depth < 0: raise ValueError(f"min_depth must be >= 0, got {min_depth}")
+    count, min_depth = _whole("count", count), _whole("min_depth", min_depth)
+    _finite("mean", mean); _finite("std", std, 0)
     return np.maximum(np.trunc(rng.normal(mean, std, count)), min_depth).astype(np.int64)
 
 # %% ../nbs/08_generators.ipynb #7096b98b
@@ -95,23 +121,54 @@ def _grow(rng, depths):
         offset += len(need)
     return tuple(map(np.concatenate, zip(*chunks)))
 
+# %% ../nbs/08_generators.ipynb #51b7492a
+def expected_tree_nodes(depths:Sequence[int] # exact depths of the trees (e.g. from `tree_depths`)
+                       ) -> float: # expected number of nodes in all (`inf` past what a float holds)
+    "The expected total size of `random_binary_trees` of these depths, from the recurrence above."
+    depths = np.asarray(depths, dtype=np.int64).reshape(-1)
+    if not depths.size: return 0.0
+    E, total = [1.0], 1.0                                      # E(0), and the sum E(0) + ... + E(d-1)
+    for d in range(1, int(depths.max()) + 1):
+        E.append(1 + E[-1] + (total - E[-1] + total / d) / d)
+        total += E[-1]
+        if math.isinf(E[-1]): break                            # deeper trees count as infinitely many nodes
+    E = np.array(E + [math.inf])
+    return float(E[np.minimum(depths, len(E) - 1)].sum())
+
 # %% ../nbs/08_generators.ipynb #090eb532
 def random_binary_trees(rng:np.random.Generator, # from `task_rng`
                         depths:Sequence[int], # the exact depth of each tree (e.g. from `tree_depths`)
                         leaves:Sequence[int], # leaf labels, drawn uniformly
                         operators:Sequence[int], # internal-node labels, drawn uniformly
                         unique:bool=False, # no label twice in a tree (trees with too many nodes are drawn again)
+                        max_nodes:int=MAX_NODES, # the budget: nodes grown in all, redraws included
                        ) -> list[Tree]: # full binary trees (0 or 2 children per node), preorder
     "Random full binary trees of given exact depths, all grown together level by level."
-    depths = np.asarray(depths, dtype=np.int64)
+    depths = np.asarray(depths)
+    if depths.size and depths.dtype.kind not in "iu": raise TypeError(f"depths must be integers, got {depths.dtype}")
+    depths = depths.astype(np.int64).reshape(-1)
     leaves, operators = np.asarray(leaves), np.asarray(operators)
+    max_nodes, deepest = _whole("max_nodes", max_nodes), int(depths.max(initial=0))
     if (depths < 0).any(): raise ValueError(f"depths must be >= 0, got {int(depths.min())}")
-    if not len(leaves) or (not len(operators) and depths.max(initial=0) > 0):
+    if not len(leaves) or (not len(operators) and deepest > 0):
         raise ValueError("need at least one leaf label, and one operator label for trees deeper than 0")
+    if unique and (deepest + 1 > len(leaves) or deepest > len(operators)):
+        raise ValueError(f"unique=True: a tree of depth {deepest} needs at least {deepest + 1} leaf labels and "
+                         f"{deepest} operator labels, got {len(leaves)} and {len(operators)}")
     out: list = [None] * len(depths)
-    todo = np.arange(len(depths))
+    todo, spent = np.arange(len(depths)), 0
     while len(todo):
+        about = expected_tree_nodes(depths[todo])
+        if spent + about > max_nodes:
+            size = f"about {about:.3g}" if math.isfinite(about) else f"more than {max_nodes}"
+            if not spent:
+                raise ValueError(f"{len(todo)} trees of depth up to {deepest} have {size} nodes in all, over the budget "
+                                 f"max_nodes={max_nodes}")
+            raise ValueError(f"unique=True: {len(todo)} trees still have more nodes than labels after drawing {spent} "
+                             f"nodes in all; drawing them again ({size} nodes) would exceed the budget max_nodes="
+                             f"{max_nodes}: draw shallower trees or give more labels")
         tree, parent, slot, need = _grow(rng, depths[todo])
+        spent += len(tree)
         internal = need > 0
         if unique:                                             # the k-th leaf (operator) of a tree takes its k-th label
             idx = np.arange(len(tree))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_model.ipynb #d064dcfc
 from __future__ import annotations
-import math
+import math, numbers
 from dataclasses import dataclass, fields
 from typing import Sequence
 import torch
@@ -104,6 +104,10 @@ class TransformerConfig(ModelConfig):
         super().__post_init__()
         for name in ("src_vocab", "n", "num_kinds", "axes"): check_number(self, name, int, 1)
         check_number(self, "max_depth", int, 0)
+        if self.tgt_vocab is not None: check_number(self, "tgt_vocab", int, 0)
+        if self.max_sibling is not None: check_number(self, "max_sibling", int, 0)
+        if self.num_labels is not None: check_number(self, "num_labels", int, 1)
+        check_number(self, "pad_id", int, 0, min(self.src_vocab, self.tgt_vocab or self.src_vocab) - 1)   # in both
         if self.tgt_vocab is not None and (self.tgt_vocab < 3 or self.dec_layers < 1):
             raise ValueError(f"a decoder needs tgt_vocab >= 3 (pad, start, end) and dec_layers >= 1, got "
                              f"tgt_vocab={self.tgt_vocab}, dec_layers={self.dec_layers}")
@@ -171,24 +175,29 @@ class DecoderLayer(nn.Module):
         return x + self.drop(self.ff(self.norm3(x)))
 
 # %% ../nbs/07_model.ipynb #0ff7fbec
-def _check_ids(ids:Tensor, vocab:int, what:str, limit:str):
-    if not isinstance(ids, Tensor) or ids.dtype.is_floating_point or ids.dtype == torch.bool or ids.ndim != 2:
+def _check_ids(ids:Tensor, vocab:int, what:str, limit:str) -> Tensor:
+    "`ids` as int64 (any integer dtype is accepted), if every id is in the vocabulary."
+    if (not isinstance(ids, Tensor) or ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool
+            or ids.ndim != 2):
         raise TypeError(
             f"{what} must be an integer tensor [batch, length], got "
             f"{getattr(ids, 'dtype', type(ids).__name__)} of shape {tuple(getattr(ids, 'shape', ()))}"
         )
-    if torch.compiler.is_compiling() or ids.numel() == 0: return
+    ids = ids.long()
+    if torch.compiler.is_compiling() or ids.numel() == 0: return ids
     bad = (ids < 0) | (ids >= vocab)
     if bool(bad.any()):
         b, t = bad.nonzero()[0].tolist()
         raise ValueError(f"{what}[{b}, {t}] = {int(ids[b, t])} is outside 0..{vocab - 1} ({limit}={vocab})")
+    return ids
 
 def _check_padding(mask:Tensor, positions, what:str):
-    if not isinstance(positions, TreePositions) or torch.compiler.is_compiling(): return
-    if positions.depth.shape != mask.shape:
-        raise ValueError(
-            f"{what}_pos has shape {tuple(positions.depth.shape)} but {what}_ids {tuple(mask.shape)}"
-        )
+    if torch.compiler.is_compiling(): return
+    shape = positions.depth.shape if isinstance(positions, TreePositions) else getattr(positions, "shape", None)
+    if shape is not None and tuple(shape[:2]) != tuple(mask.shape):
+        raise ValueError(f"{what}_pos has shape {tuple(shape)} but {what}_ids {tuple(mask.shape)}: "
+                         f"they must share the batch and length")
+    if not isinstance(positions, TreePositions): return
     bad = positions.mask != mask
     if bool(bad.any()):
         b, t = bad.nonzero()[0].tolist()
@@ -257,7 +266,7 @@ class Transformer(nn.Module):
                need_weights:bool=False, # also return each layer's attention weights `[B, H, S, S]`, as a list
               ) -> tuple[Tensor, Tensor, PreparedPositions]: # output `[B, S, d_model]`, mask `[B, S]`, prepared positions
         "Run the encoder; the prepared source positions are what `decode` needs for `cross_positions`."
-        _check_ids(src_ids, self.cfg.src_vocab, "src_ids", "src_vocab")
+        src_ids = _check_ids(src_ids, self.cfg.src_vocab, "src_ids", "src_vocab")
         mask = src_ids != self.cfg.pad_id
         _check_padding(mask, src_pos, "src")
         x, prep = self.src_encoding(self.src_embed(src_ids) * math.sqrt(self.cfg.d_model), src_pos, mask, src_kinds)
@@ -277,7 +286,9 @@ class Transformer(nn.Module):
         "Run the decoder with teacher forcing (all target tokens at once, causally masked)."
         if self.decoder is None:
             raise ValueError("this model has no decoder (tgt_vocab=None): call it without targets")
-        _check_ids(tgt_ids, self.cfg.tgt_vocab, "tgt_ids", "tgt_vocab")
+        tgt_ids = _check_ids(tgt_ids, self.cfg.tgt_vocab, "tgt_ids", "tgt_vocab")
+        if tgt_ids.shape[0] != memory.shape[0]:
+            raise ValueError(f"tgt_ids has {tgt_ids.shape[0]} rows but the source {memory.shape[0]}: one target per source")
         mask = tgt_ids != self.cfg.pad_id
         _check_padding(mask, tgt_pos, "tgt")
         x, prep = self.tgt_encoding(self.tgt_embed(tgt_ids) * math.sqrt(self.cfg.d_model), tgt_pos, mask, tgt_kinds)
@@ -385,7 +396,11 @@ def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_
     finished = torch.zeros(N, dtype=torch.bool, device=dev)
     hist = torch.zeros(N, 0, dtype=torch.long, device=dev)
     for t in range(steps):
-        logp = model.decode_step(state, tok, pos).float().log_softmax(-1)     # [N, V]
+        logits = model.decode_step(state, tok, pos).float()                  # [N, V]
+        if not bool(torch.isfinite(logits).all()):
+            raise ValueError(f"the model's logits are not finite at step {t}: it has NaN or infinite weights "
+                             f"(a diverged run or a damaged checkpoint)")
+        logp = logits.log_softmax(-1)
         if tracker is not None:
             allowed = torch.where(
                 tracker.done.to(dev)[:, None], ids == end_id, tracker.allowed(vocab).to(dev)
@@ -418,6 +433,38 @@ def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_
         if bool(finished.all()): break
     return hist, scores / lengths.clamp(min=1).float() ** alpha, W
 
+def _int_arg(name:str, v, low:int) -> int:
+    "A whole-number argument (no bool, no float) >= low, else a `TypeError` / `ValueError` naming it."
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral): raise TypeError(f"{name} must be an integer, got {v!r}")
+    if v < low: raise ValueError(f"{name} must be an integer >= {low}, got {v}")
+    return int(v)
+
+def _check_generate(model, vocab, beam, max_output_nodes, max_len, length_penalty, start_id, end_id) -> int:
+    "The arguments of `generate` checked up front; the number of decoding steps."
+    cfg = model.cfg
+    if beam is not None and (isinstance(beam, bool) or not isinstance(beam, numbers.Integral)):
+        raise TypeError(f"beam must be None (greedy) or an integer >= 1, got {beam!r}")
+    if beam is not None and beam < 1: raise ValueError(f"beam must be None (greedy) or an integer >= 1, got {beam}")
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):
+        raise TypeError(f"length_penalty must be a finite number, got {length_penalty!r}")
+    if not math.isfinite(length_penalty): raise ValueError(f"length_penalty must be a finite number, got {length_penalty}")
+    for name, v in (("start_id", start_id), ("end_id", end_id)):
+        if not 0 <= _int_arg(name, v, -2**63) < cfg.tgt_vocab:
+            raise ValueError(f"{name}={v} is outside 0..{cfg.tgt_vocab - 1} (tgt_vocab={cfg.tgt_vocab})")
+    nodes = _int_arg("max_output_nodes", max_output_nodes, 1)
+    table = getattr(model.tgt_encoding.module, "max_len", None)     # rows of a sinusoidal or learned table
+    if vocab is not None:
+        steps = nodes + 1
+        if table is not None and steps > table:
+            raise ValueError(f"max_output_nodes={max_output_nodes} needs {steps} positions but the target encoding "
+                             f"{cfg.tgt_pe!r} has {table} positions (cfg.max_len): pass max_output_nodes <= {table - 1}")
+        return steps
+    steps = cfg.max_len - 1 if max_len is None else _int_arg("max_len", max_len, 1)
+    if table is not None and steps > table:
+        raise ValueError(f"max_len={max_len} is more than the target encoding {cfg.tgt_pe!r} can place: it has {table} "
+                         f"positions (cfg.max_len={cfg.max_len}); pass max_len <= {table}")
+    return steps
+
 @patch
 def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
              src_pos, # source positions
@@ -446,8 +493,7 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
         if vocab.n > cfg.n:
             raise ValueError(f"the vocabulary has n={vocab.n} child slots but the model's n={cfg.n}")
         start_id, end_id = vocab.start, vocab.end
-    if beam is not None and beam < 1: raise ValueError(f"beam must be None (greedy) or >= 1, got {beam}")
-    steps = max_output_nodes + 1 if vocab is not None else (max_len or cfg.max_len - 1)
+    steps = _check_generate(self, vocab, beam, max_output_nodes, max_len, length_penalty, start_id, end_id)
     was = self.training
     self.eval()
     try:
@@ -462,6 +508,7 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
             for i in torch.argsort(scores[b * W : (b + 1) * W], descending=True, stable=True).tolist()
         ]
         rows = [r for r in rows if scores[r] > float("-inf")]
+        if not rows: raise ValueError(f"input {b}: no hypothesis has a finite score (max_len or max_output_nodes too small?)")
         if vocab is not None: outputs = vocab.decode_batch(hist[rows].cpu(), order, cfg.max_depth)
         else:
             outputs = []

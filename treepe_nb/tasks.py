@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib, inspect, math
 from collections import Counter
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -16,7 +17,8 @@ from fastcore.basics import patch
 from .trees import Tree, check_order
 from .readers import NodeKind
 from .tracking import ArityVocab, child_patterns
-from .generators import (OPS_BASE, SEQ_TARGETS, TREE_OPS, c3_step, random_binary_trees, random_words, rotate,
+from .generators import (MAX_NODES, OPS_BASE, SEQ_TARGETS, TREE_OPS, c3_step, expected_tree_nodes,
+                                  random_binary_trees, random_words, rotate,
                                   task_rng, tree_depths, tree_op, tree_ops_source)
 from .batching import Collator, Example, SeqVocab, TaskDataset, arity_ids
 from .corpora import YAML_SAMPLE, ast_leaf_classes, docstring_functions, docstring_tokens, yaml_corpus
@@ -56,12 +58,38 @@ def task_settings(name:str # a registered task
     return _builder_settings(TASKS[name])[0]
 
 # %% ../nbs/08c_tasks.ipynb #74b0d027
+def _check_budget(name:str, sizes, max_size:int, about:float, what:str, smaller:str):
+    "Refuse a generated task whose estimated size is over its budget, before anything large is drawn."
+    if sum(sizes) > max_size:
+        raise ValueError(f"{name}: sizes={sizes} ask for {sum(sizes)} examples of at least one node or token each, over "
+                         f"the budget max_size={max_size}; raise the task option max_size")
+    if about > max_size:
+        size = f"about {about:.3g}" if math.isfinite(about) else "more than any budget:"
+        raise ValueError(f"{name}: {size} {what}: over the budget max_size={max_size}; draw {smaller}, or raise the task "
+                         f"option max_size")
+
+@contextmanager
+def _budget_named(name:str, max_size:int):
+    "A generator's budget error, told as the task option that sets it."
+    try: yield
+    except ValueError as e:
+        if "budget" not in str(e): raise
+        raise ValueError(f"{name}: {e} (the task option max_size={max_size} sets it)") from None
+
 def _seq_builder(kind):
-    def build(seed, sizes, order, length_mean:float=100.0, length_std:float=10.0, vocab_size:int=20):
+    def build(seed, sizes, order, length_mean:float=100.0, length_std:float=10.0, vocab_size:int=20,
+              max_size:int=MAX_NODES):
+        name = f"seq-{kind}"
+        _check_budget(name, sizes, max_size, sum(sizes) * max(length_mean, 1.0),
+                      f"tokens in all from sizes={sizes}, length_mean={length_mean:g}", "fewer or shorter words")
+        if vocab_size > max_size:
+            raise ValueError(f"{name}: vocab_size={vocab_size} is over the budget max_size={max_size}; "
+                             f"raise the task option max_size")
         vocab = SeqVocab(range(1, vocab_size + 1))
         splits = []
         for k, size in enumerate(sizes):
-            words = random_words(task_rng(seed, f"seq-{kind}", k), size, length_mean, length_std, vocab_size)
+            with _budget_named(name, max_size):
+                words = random_words(task_rng(seed, name, k), size, length_mean, length_std, vocab_size, max_size)
             tgts = [SEQ_TARGETS[kind](w) for w in words]
             splits.append([Example(w, y, w + 3, y + 3) for w, y in zip(words, tgts)])   # ids = token + 3 specials
         return dict(splits=splits, src_vocab=vocab, tgt_vocab=vocab, source="sequence", target="sequence", n=None,
@@ -76,8 +104,21 @@ _TREE_LABELS = {                          # (leaf labels, operator labels) of th
     "c3": (range(1, 4), range(4, 5)), "ops": (range(1, 65), range(65, 124))}
 
 def _tree_builder(kind):
-    def build(seed, sizes, order, depth_mean:float=7.0, depth_std:float=1.0, min_depth:int=1):
+    def build(seed, sizes, order, depth_mean:float=7.0, depth_std:float=1.0, min_depth:int=1, max_size:int=MAX_NODES):
         leaves, ops = _TREE_LABELS[kind]
+        name, setting = f"tree-{kind}", f"depth_mean={depth_mean:g}, depth_std={depth_std:g}"
+        for key, v in (("depth_mean", depth_mean), ("depth_std", depth_std)):   # builders may be called directly
+            if not math.isfinite(v) or (key == "depth_std" and v < 0):
+                raise ValueError(f"{name}: {key} must be a finite number{' >= 0' if key == 'depth_std' else ''}, got {v}")
+        _check_budget(name, sizes, max_size, 0, "", "")
+        drawn = [tree_depths(task_rng(seed, name, k), size, depth_mean, depth_std, min_depth) for k, size in enumerate(sizes)]
+        if kind == "ops":                                      # x0 of depth d - 1 takes distinct labels
+            deepest, allowed = max(int(d.max(initial=0)) for d in drawn), min(len(leaves) - 1, len(ops)) + 1
+            if deepest > allowed:
+                raise ValueError(f"tree-ops: {setting} drew a tree of depth {deepest}, but x0 (one level less) takes "
+                                 f"distinct labels, {len(leaves)} leaves and {len(ops)} operators: keep the depths <= {allowed}")
+        _check_budget(name, sizes, max_size, sum(expected_tree_nodes(d - (kind == "ops")) for d in drawn),
+                      f"nodes in all from sizes={sizes}, {setting}", "fewer or shallower trees")
         if kind == "ops":
             if min_depth < 1: raise ValueError("tree-ops needs min_depth >= 1 (x0 has depth d - 1)")
             src_vocab = SeqVocab([*leaves, *ops, *range(OPS_BASE, OPS_BASE + TREE_OPS)])
@@ -93,7 +134,8 @@ def _tree_builder(kind):
             rng = task_rng(seed, f"tree-{kind}", k)
             depths = tree_depths(rng, size, depth_mean, depth_std, min_depth)
             if kind == "ops":
-                x0 = random_binary_trees(rng, depths - 1, leaves, ops, unique=True)
+                with _budget_named(name, max_size):
+                    x0 = random_binary_trees(rng, depths - 1, leaves, ops, unique=True, max_nodes=max_size)
                 op = rng.integers(0, TREE_OPS, size)
                 s = np.floor(rng.random(size) * np.array([len(t) for t in x0])).astype(np.int64)
                 pairs = [
@@ -101,7 +143,7 @@ def _tree_builder(kind):
                     for t, o, p in zip(x0, op.tolist(), s.tolist())
                 ]
             else:
-                xs = random_binary_trees(rng, depths, leaves, ops)
+                xs = random_binary_trees(rng, depths, leaves, ops, max_nodes=max_size)
                 pairs = list(zip(xs, fn(xs)))
             src_ids = np.split(src_vocab.encode([l for x, _ in pairs for l in x.labels]),
                                np.cumsum([len(x) for x, _ in pairs])[:-1])
@@ -353,7 +395,7 @@ def _ast_token(label, cls) -> str: return label if cls in (None, "name") else re
 
 def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_example_nodes:int=256,
                     max_tree_depth:int=64, max_words:int=48, min_count:int=3):
-    fns, report = docstring_functions(None if modules is None else tuple(modules))
+    fns, report = docstring_functions(modules, max_example_nodes)       # checks modules; filters large bodies first
     frac = np.cumsum(sizes) / sum(sizes)
     rows = [[], [], []]
     for f in fns:
@@ -417,6 +459,10 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
         u = int.from_bytes(hashlib.sha256(d["file"].encode()).digest()[:8], "big") / 2 ** 64
         if (np.isin(d["kinds"][1:], [int(NodeKind.KEY), int(NodeKind.LIST_KEY)])).any():
             rows[int(np.searchsorted(frac, u, side="right"))].append(d)
+    if not rows[0]:
+        raise ValueError(f"yaml-keys: no document with a key in the training split (the corpus at {root} has "
+                         f"{report['files']} files, {report['documents']} documents, {sum(map(len, rows))} with keys; "
+                         f"files are split by a hash of their path): pass a corpus with more YAML mappings")
     for k in range(3):
         if len(rows[k]) > sizes[k]:
             rows[k] = [
