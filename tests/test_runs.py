@@ -196,3 +196,17 @@ def test_eval_without_best_checkpoint_points_to_last(whole, tmp_path, capsys):
     (run / "best.pt").unlink()
     with pytest.raises(SystemExit): eval_cli([str(run)])
     assert "--checkpoint last" in capsys.readouterr().err
+
+
+def test_config_files_are_read_with_the_bounded_reader(tmp_path, capsys):
+    "A merge-key bomb or a 100k-deep nesting in --config is refused quickly with a one-line error."
+    bomb = "l0: &l0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 10))   # 9**10 nodes once expanded
+    deep = "steps: " + "[" * 100_000 + "]" * 100_000 + "\n"
+    for name, text, message in (("bomb.yaml", bomb, "max_nodes"), ("deep.yaml", deep, "max_nesting")):
+        (tmp_path / name).write_text(text)
+        t0 = time.perf_counter()
+        with pytest.raises(SystemExit) as e: train_cli(["--config", str(tmp_path / name)])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and message in err and "Traceback" not in err, err
+        assert time.perf_counter() - t0 < 30

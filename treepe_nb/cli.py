@@ -15,6 +15,7 @@ from .attention import ENCODINGS
 from .model import ModelConfig
 from .tasks import PRESETS, TASKS, TaskConfig
 from .runs import load_checkpoint
+from .readers import load_yaml_data
 from .train import TrainConfig, build, evaluate, nested_settings, train, Interrupted, BEST_METRICS
 from . import __version__
 
@@ -91,9 +92,9 @@ def _read_config(p:argparse.ArgumentParser, path:str) -> dict:
     path = Path(path)
     if path.is_dir(): p.error(f"--config {path}: a folder, not a file")
     if not path.is_file(): p.error(f"--config {path}: no such file")
-    try: values = yaml.safe_load(path.read_text()) or {}
+    try: values = load_yaml_data(path.read_bytes()) or {}      # bounded: no alias bombs, no endless nesting
     except yaml.YAMLError as e: p.error(f"--config {path}: not valid YAML/JSON ({e})")
-    except RecursionError: p.error(f"--config {path}: nested too deeply")
+    except ValueError as e: p.error(f"--config {path}: {e}")
     if not isinstance(values, dict): p.error(f"--config {path}: expected a mapping of options, got {type(values).__name__}")
     return values
 

@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 from typing import Sequence
 import numpy as np
 from .trees import Tree
-from .readers import NodeKind, read_yaml, stdlib_sources
+from .readers import NodeKind, read_yaml, stdlib_sources, SkippedDocument
 from .generators import task_rng
 
 # %% auto #0
@@ -103,10 +103,14 @@ def _escape(label:str) -> str:
     return "\\" + label if _RESERVED.fullmatch(label) else label
 
 def yaml_trees(text:str|bytes, # a YAML stream
-              ) -> list[tuple[Tree, np.ndarray]]: # per non-empty document: its tree and the `NodeKind` of every node
+               max_nodes:int|None=None, # documents whose tree would have more nodes are not built (None in their place)
+              ) -> list[tuple[Tree, np.ndarray]|None]: # per non-empty document: its tree and the `NodeKind` of every node
     "The adapter to the library's YAML reader: each document as a `Tree` under a `<doc>` root, with node kinds."
     out = []
-    for doc in read_yaml(text, note=True):                 # the note's layout: a value hangs under its key
+    limit = {} if max_nodes is None else dict(max_nodes=max(max_nodes - 1, 1), oversize="skip")   # `<doc>` is one more
+    for doc in read_yaml(text, note=True, **limit):        # the note's layout: a value hangs under its key
+        if isinstance(doc, SkippedDocument) or (doc is not None and max_nodes is not None and len(doc) + 1 > max_nodes):
+            out.append(None); continue
         if doc is None or not len(doc): continue
         t, labels = doc.tree, ["<doc>"] + [_escape(str(tok)) for tok in doc.tokens]
         if doc.start: parent, slot = t.parent, t.slot      # the document's container becomes `<doc>`
@@ -176,10 +180,11 @@ def yaml_corpus(root:str|Path, # a folder of YAML files (searched recursively), 
     files = sorted(p for p in root.rglob("*") if p.suffix in (".yml", ".yaml") and p.is_file())
     docs, refused, large = [], [], 0
     for p in files:
-        try: trees = yaml_trees(p.read_bytes())
+        try: trees = yaml_trees(p.read_bytes(), max_example_nodes)      # larger documents are never built
         except ValueError as e: refused.append((p.relative_to(root).as_posix(), str(e)[:60])); continue
-        for k, (t, kinds) in enumerate(trees):
-            if len(t) > max_example_nodes: large += 1; continue
+        for k, tree in enumerate(trees):
+            if tree is None: large += 1; continue
+            t, kinds = tree
             docs.append(dict(file=p.relative_to(root).as_posix(), doc=k, tree=t, kinds=kinds))
     return docs, dict(files=len(files), refused=len(refused), refused_examples=refused[:5], too_large=large,
                       documents=len(docs))
