@@ -413,3 +413,49 @@ def test_fuzz_docstring_modules(fuzz):
     fuzz(st.one_of(path, st.lists(path, max_size=2), st.integers(), st.none().map(lambda _: ["json/scanner.py"])),
          lambda modules: accepts(lambda: docstring_functions(modules, max_nodes=64),
                                  ("modules", "standard library", "max_nodes")))
+
+
+# The training command's surfaces: the options of treepe-train and the mappings of config files and checkpoints.
+option_values = st.one_of(st.integers(-5, 10**12).map(str), nasty_floats.map(str),
+                          st.sampled_from(["none", "null", "true", "false", "", "abc", "-", "1e3", "{a: 1}", "[1, 2]"]),
+                          st.text(max_size=6))
+
+
+def _cli_options():
+    from treepe_nb.cli import _train_parser
+    return sorted({s for a in _train_parser()._actions for s in a.option_strings
+                   if s.startswith("--") and s not in ("--help", "--version", "--resume", "--config")})
+
+
+def test_fuzz_train_options(fuzz, tmp_path):
+    "Any option with any value: a `TrainConfig`, or argparse's one-line error (exit 2), never a traceback."
+    from treepe_nb.cli import config_from_args
+    from treepe_nb.train import TrainConfig
+    import contextlib, io
+    names = _cli_options()
+    argv_st = st.lists(st.tuples(st.sampled_from(names), option_values), max_size=4)
+    def check(pairs):
+        argv = [x for name, value in pairs for x in (name, value)] + ["--out", str(tmp_path / "r")]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try: cfg, _ = config_from_args(argv)
+            except SystemExit as e:
+                assert e.code == 2 and "error:" in err.getvalue() and "Traceback" not in err.getvalue(), err.getvalue()
+                return
+        assert isinstance(cfg, TrainConfig)
+    fuzz(argv_st, check)
+
+
+config_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10, 10**9), nasty_floats, st.text(max_size=5)),
+                             lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.text(max_size=8), kids, max_size=3)),
+                             max_leaves=8)
+config_keys = st.sampled_from(["task", "model", "steps", "lr", "pe", "d_model", "sizes", "order", "task_options",
+                               "max_nodes", "seed", "clip", "out", "name", "decay", "options", "preset"])
+
+
+def test_fuzz_config_mappings(fuzz):
+    "Any mapping as a config file or a checkpoint's config: a `TrainConfig`, or a `ValueError`/`TypeError` naming a setting."
+    from treepe_nb.train import TrainConfig
+    mapping = st.dictionaries(config_keys, st.one_of(config_values, st.dictionaries(config_keys, config_values, max_size=3)),
+                              max_size=4)
+    fuzz(mapping, lambda d: accepts(lambda: TrainConfig.from_dict(d)))

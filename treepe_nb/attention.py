@@ -35,6 +35,7 @@ class Encoding:
     term: Callable|None = None      # absolute: (module, `PreparedPositions`, kinds or None) -> `[B, L, d_model]`
     maps: Callable|None = None      # rotation: (module, `PreparedPositions`) -> maps with `.rotate(*xs)`
     pair: Callable|None = None      # rotation: `sizes` -> what the head size must be a multiple of (default 2)
+    positions: Callable|None = None # `sizes` -> how many token indices it can place (a table's rows); None: no limit
 
 ENCODINGS: dict[str, Encoding] = {}   # name -> component; filled by `register_encoding`
 
@@ -45,6 +46,7 @@ def register_encoding(name:str, # the name configs use; must not be taken unless
                       term:Callable|None=None, # absolute encodings: what is added to the embeddings
                       maps:Callable|None=None, # rotation encodings: the maps of a batch's positions
                       pair:Callable|None=None, # rotation encodings: the multiple the head size needs (default 2)
+                      positions:Callable|None=None, # encodings of the token index: how many indices they can place
                       replace:bool=False, # allow replacing a registered encoding
                      ) -> Encoding:
     "Add an encoding to `ENCODINGS`, checking that it says everything its family needs."
@@ -57,7 +59,7 @@ def register_encoding(name:str, # the name configs use; must not be taken unless
         raise ValueError(f"reads must name some of {', '.join(MODALITIES)}, got {reads!r}")
     if family == "absolute" and term is None: raise ValueError(f"the absolute encoding {name!r} needs a term")
     if family == "rotation" and maps is None: raise ValueError(f"the rotation encoding {name!r} needs maps")
-    ENCODINGS[name] = Encoding(name, family, reads, build, term, maps, pair)
+    ENCODINGS[name] = Encoding(name, family, reads, build, term, maps, pair, positions)
     return ENCODINGS[name]
 
 # %% ../nbs/06_attention.ipynb #e3d6c69d
@@ -127,9 +129,9 @@ def _additive_term(module, p, kinds):
 
 register_encoding("none", "none", MODALITIES)
 register_encoding("sinusoidal", "absolute", ("sequence", "tree"), build=lambda s: SinusoidalPE(s.d_model, s.max_len),
-                  term=lambda m, p, kinds: m(p.index))                 # a tree: the token index in its linearisation
+                  term=lambda m, p, kinds: m(p.index), positions=lambda s: s.max_len)   # a tree: its linearisation's index
 register_encoding("learned", "absolute", ("sequence", "tree"), build=lambda s: LearnedPE(s.d_model, s.max_len),
-                  term=lambda m, p, kinds: m(p.index))
+                  term=lambda m, p, kinds: m(p.index), positions=lambda s: s.max_len)
 register_encoding("stack", "absolute", ("tree",), term=lambda m, p, kinds: m(p.tree),
                   build=lambda s: TreePositionalEncoding(s.d_model, n=s.n, max_depth=s.max_depth))
 register_encoding("additive", "absolute", ("tree",), term=_additive_term,

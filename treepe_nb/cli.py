@@ -24,8 +24,9 @@ __all__ = ['config_from_args', 'train_cli', 'eval_cli']
 
 # %% ../nbs/09b_cli.ipynb #3e990463
 def _parse_value(text:str):
-    "A command-line value as YAML reads it (numbers, booleans, null, lists, mappings)."
-    return yaml.safe_load(text)
+    "A command-line value as YAML reads it (numbers, booleans, null, lists, mappings); a `ValueError` if it cannot."
+    try: return load_yaml_data(text, max_nodes=10_000, max_nesting=50)
+    except yaml.YAMLError as e: raise ValueError(f"{text!r} is not a value: {str(e).splitlines()[0]}") from None
 
 def _optional(t):
     "A parser of `t` values that reads `none` as None."

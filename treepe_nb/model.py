@@ -452,7 +452,8 @@ def _check_generate(model, vocab, beam, max_output_nodes, max_len, length_penalt
         if not 0 <= _int_arg(name, v, -2**63) < cfg.tgt_vocab:
             raise ValueError(f"{name}={v} is outside 0..{cfg.tgt_vocab - 1} (tgt_vocab={cfg.tgt_vocab})")
     nodes = _int_arg("max_output_nodes", max_output_nodes, 1)
-    table = getattr(model.tgt_encoding.module, "max_len", None)     # rows of a sinusoidal or learned table
+    capacity = ENCODINGS[cfg.tgt_pe].positions                      # e.g. the rows of a sinusoidal or learned table
+    table = capacity(model.tgt_encoding) if capacity is not None else None
     if vocab is not None:
         steps = nodes + 1
         if table is not None and steps > table:

@@ -31,6 +31,12 @@ __all__ = ['BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', '
            'train', 'plot_run']
 
 # %% ../nbs/09_train.ipynb #35a7941b
+def _section(cls, d:dict, name:str) -> dict:
+    "`d` if its keys are fields of `cls`, else a `ValueError` naming the unknown ones."
+    unknown = sorted(map(str, set(d) - {f.name for f in fields(cls)}))
+    if unknown: raise ValueError(f"unknown {name} settings {', '.join(map(repr, unknown))}; see treepe-train --help")
+    return d
+
 def _default_model() -> ModelConfig: return ModelConfig(pe="ape-tree")
 
 @dataclass
@@ -60,11 +66,12 @@ class TrainConfig:
 
     def __post_init__(self):
         if isinstance(self.task, str): self.task = TaskConfig(name=self.task)
-        if isinstance(self.task, dict): self.task = TaskConfig(**self.task)
-        if isinstance(self.model, dict): self.model = ModelConfig(**self.model)
+        if isinstance(self.task, dict): self.task = TaskConfig(**_section(TaskConfig, self.task, "task"))
+        if isinstance(self.model, dict): self.model = ModelConfig(**_section(ModelConfig, self.model, "model"))
         if not isinstance(self.task, TaskConfig): raise TypeError(f"task must be a TaskConfig, got {self.task!r}")
         if not isinstance(self.model, ModelConfig): raise TypeError(f"model must be a ModelConfig, got {self.model!r}")
-        for name in ("steps", "batch_size", "max_output_nodes"): check_number(self, name, int, 1)
+        for name in ("steps", "batch_size"): check_number(self, name, int, 1)
+        check_number(self, "max_output_nodes", int, 1, 1_000_000)   # decoding tables and tracker states scale with it
         for name in ("warmup", "eval_every", "eval_examples", "checkpoint_every", "patience"): check_number(self, name, int, 0)
         check_number(self, "lr", float, 0, low_open=True)
         for name in ("weight_decay", "clip"): check_number(self, name, float, 0)
@@ -120,9 +127,15 @@ def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the 
     "The one converter of configuration mappings, nested or flat, into `TrainConfig`'s arguments."
     if not isinstance(d, dict): raise TypeError(f"a configuration must be a mapping, got {type(d).__name__}")
     d = dict(d)
-    task = d.pop("task", None)
+    task, model = d.pop("task", None), d.pop("model", None)
+    if not (task is None or isinstance(task, (str, dict))):
+        raise ValueError(f"task must be a task name or a mapping of task settings, got {task!r:.60}")
+    if not (model is None or isinstance(model, dict)):
+        raise ValueError(f"model must be a mapping of model settings, got {model!r:.60}")
+    if not (d.get("task_options") is None or isinstance(d["task_options"], dict)):
+        raise ValueError(f"task_options must be a mapping, got {d['task_options']!r:.60}")
     task = {"name": task} if isinstance(task, str) else dict(task or {})
-    model = dict(d.pop("model", None) or {})
+    model = dict(model or {})
     flat = "task_options" in d or any(k in d for k in _FLAT_MODEL)
     for old, new in _FLAT_TASK.items():
         if old in d: task[new] = d.pop(old)
