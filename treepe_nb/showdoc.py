@@ -13,7 +13,7 @@ class DocRenderer(MarkdownRenderer):
     def _repr_markdown_(self): return f"---\n\n{'#' * self.title_level} {self.nm}\n\n" + super()._repr_markdown_()
 
 # %% ../nbs/index.ipynb #fcb1551f
-import builtins, json, os, re
+import builtins, itertools, json, os, re
 from pathlib import Path
 
 _DIRECTIVE = re.compile(r"^\s*#\|\s*([\w-]+)")
@@ -39,22 +39,95 @@ def _cost(notebook, table="results/runall.json"):
     return (f"; with them on, Run All took {minutes:.1f} min and one process peaked at {gb:.1f} GB"
             f" on a {row['machine']['cpu_threads']}-thread CPU ({row['measured'][:10]})")
 
+_SKIPPED = "Skipped: a benchmark cell (set BENCHMARKS = True or TREEPE_BENCHMARKS=1 to run it)."
+
+def _read_notebook(path, revision=None):
+    "The notebook at `path` as JSON (`revision`: its copy in that git commit instead); None if it cannot be read."
+    import subprocess
+    try:
+        if revision is None: return json.loads(Path(path).read_text(encoding="utf-8"))
+        done = subprocess.run(["git", "show", f"{revision}:./{Path(path).name}"], cwd=Path(path).parent or ".",
+                              capture_output=True, text=True, timeout=30)
+        return json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, ValueError, subprocess.SubprocessError): return None
+
+def _outputs_by_cell(nb):
+    "The stored outputs of a notebook's code cells, by cell id and by source."
+    by_id, by_source = {}, {}
+    for c in (nb or {}).get("cells", []):
+        if c.get("cell_type") != "code": continue
+        src = "".join(c.get("source", "")).rstrip()
+        by_id[c.get("id")] = by_source[src] = c.get("outputs", [])
+    return by_id, by_source
+
+def _is_real(outputs):
+    "Outputs that a benchmark cell produced: not empty, and not the line of a skipped cell."
+    texts = ["".join(o.get("text", "")) for o in outputs or []]
+    return bool(outputs) and not all(t.startswith("Skipped: a benchmark cell") for t in texts)
+
+def _text(value):
+    "A notebook's multi-line string (a list of lines or a string), as one string; other values as they are."
+    return "".join(value) if isinstance(value, list) else value
+
+class _Stored:
+    "An `execute_result` as it was stored: its MIME bundle and metadata, shown again as the cell's result."
+    def __init__(self, data, metadata): self.data, self.metadata = data, metadata
+    def _repr_mimebundle_(self, include=None, exclude=None): return self.data, self.metadata
+    def __repr__(self): return self.data.get("text/plain", "")
+
+def _replay(outputs):
+    "Show stored outputs again, in their order and kinds: streams, displays, and the result (returned)."
+    import sys
+    from IPython.display import display
+    result = None
+    for o in outputs:
+        kind = o.get("output_type")
+        if kind == "stream":
+            stream = sys.stderr if o.get("name") == "stderr" else sys.stdout
+            stream.write(_text(o.get("text", ""))); stream.flush()
+        elif kind in ("display_data", "execute_result"):
+            data = {k: _text(v) for k, v in o.get("data", {}).items()}
+            if kind == "execute_result": result = _Stored(data, o.get("metadata", {}))
+            else: display(data, raw=True, metadata=o.get("metadata", {}))
+    return result
+
+def _current_cell_id(shell):
+    "The id of the cell being run, where the front end sends it (JupyterLab does; nbclient does not)."
+    try: return shell.kernel.get_parent()["metadata"].get("cellId")
+    except Exception: return None
+
 def benchmarks_flag(notebook:str, # this notebook's file name, e.g. "04_algebraic.ipynb" (to look up its cost)
                     flags:tuple=("slow",), # the cells gated: those with one of these `#| ` directives
+                    revision:str="HEAD", # the git commit whose copy of the notebook backs up its stored outputs
                    ) -> bool: # whether the benchmarks run: `TREEPE_BENCHMARKS=1` in the environment
     """Gate a notebook's long cells behind `BENCHMARKS`: in IPython, a cell flagged `#| slow` runs only while
-    the notebook's variable `BENCHMARKS` is true, and otherwise prints that it was skipped (its stored output is
-    what the documentation shows). `pytest --slow` and `tools/run_notebook.py --slow` set `TREEPE_BENCHMARKS=1`."""
+    the notebook's variable `BENCHMARKS` is true. Otherwise it shows its stored outputs again, unchanged, so that
+    saving the notebook after Run All keeps what the documentation shows: the outputs the notebook file held when
+    this flag cell ran, or, where those are empty or a skipped cell's line (JupyterLab clears every cell's output
+    when Run All starts, and may autosave before the flag cell runs), the outputs of the notebook's copy in git
+    `revision`. A cell stored nowhere prints that it was skipped. `pytest --slow` and `tools/run_notebook.py
+    --slow` set `TREEPE_BENCHMARKS=1`."""
     on = os.environ.get("TREEPE_BENCHMARKS") == "1"
     shell = getattr(builtins, "get_ipython", lambda: None)()
     if shell is not None:
+        stores = [_outputs_by_cell(_read_notebook(notebook)), _outputs_by_cell(_read_notebook(notebook, revision))]
+        pending, keys = {}, itertools.count()
+        def stored(lines):
+            "The stored outputs of this cell (by the front end's cell id, else by source): real ones first."
+            cid, src = _current_cell_id(shell), "".join(lines).rstrip()
+            found = [o for by_id, by_src in stores for o in (by_id.get(cid), by_src.get(src)) if o is not None]
+            return next((o for o in found if _is_real(o)), found[0] if found else None)
         def gate(lines):
             if not set(_flags(lines)) & set(flags) or shell.user_ns.get("BENCHMARKS", False): return lines
-            return ["print('Skipped: a benchmark cell (set BENCHMARKS = True or TREEPE_BENCHMARKS=1 to run it).')\n"]
+            outputs = stored(lines)
+            if outputs is None: return [f"print({_SKIPPED!r})\n"]
+            key = next(keys); pending[key] = outputs
+            return [f"_treepe_replay({key})\n"]
+        shell.push({"_treepe_replay": lambda k: _replay(pending.pop(k))}, interactive=False)
         gate.treepe_gate = True
         hooks = shell.input_transformers_cleanup
         hooks[:] = [h for h in hooks if not getattr(h, "treepe_gate", False)] + [gate]
-    state = "run" if on else "are skipped"
+    state = "run" if on else "are skipped and show their stored outputs"
     print(f"BENCHMARKS = {on}: cells marked `#| slow` {state}{_cost(notebook)}.")
     return on
 
