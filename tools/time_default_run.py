@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -45,7 +47,8 @@ def main(argv=None) -> dict:
         if done.returncode != 0:
             sys.exit(f"treepe-train failed ({done.returncode}):\n{done.stderr[-3000:]}")
         summary = json.loads((run / "summary.json").read_text())
-    record = {"command": "treepe-train", "seconds": round(seconds, 1), "steps": summary["step"],
+        planned = yaml.safe_load((run / "config.yaml").read_text())["steps"]
+    record = {"command": "treepe-train", "seconds": round(seconds, 1), "steps": summary["step"], "steps_planned": planned,
               "best_step": summary["best_step"], "stopped_early": summary["stopped_early"],
               "dev_exact_match": summary["dev"]["exact_match"] if summary["dev"] else None,
               "measured": datetime.datetime.now().isoformat(timespec="seconds"),
