@@ -68,3 +68,42 @@ def test_progress_lines_without_terminal(tmp_path, capsys):
     train(cfg, log_every=1e-9)                       # stderr is captured (not a terminal): a line per step
     err = capsys.readouterr().err
     assert "step 1/6: loss" in err and "step 6/6: loss" in err
+
+
+def _readme_section(title, end="\n## "):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = readme.index(title)
+    return readme[start:readme.index(end, start + len(title))]
+
+
+def test_readme_predict_and_pairs_commands_work(tmp_path):
+    """The README's "Predict with a trained run" and "Train on your own pairs" commands, run as written in a fresh
+    folder (after a short `treepe-train` into runs/default, the README's default run): only the training commands
+    get options that make them short (steps, model size); the data file, the task options, `treepe-predict` and
+    `load_run`/`predict` are the README's own."""
+    import os, re, shutil
+    text = _readme_section("### Predict with a trained run")
+    sh = re.findall(r"```sh\n(.*?)```", text, re.S)
+    py = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(sh) == 2 and len(py) == 1, (len(sh), len(py))
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    if not shutil.which("treepe-predict"): env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    short = " --steps 20 --eval-every 10 " + " ".join(TINY)
+    def bash(script):
+        script = re.sub(r"^(treepe-train .*)$", lambda m: m.group(1) + short, script, flags=re.M)
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, f"{script}\n{done.stderr[-3000:]}"
+        return done.stdout
+    bash("treepe-train --out runs/default")                                   # the README's default, shortened
+    out = bash(sh[0])
+    assert len(out.splitlines()) == 1                                          # one output per input line
+    done = subprocess.run([sys.executable, "-c", py[0]], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("[") and len(eval(done.stdout)) == 1
+    out = bash(sh[1])
+    assert len((tmp_path / "pairs.jsonl").read_text().splitlines()) == 210
+    summary, predicted = out[:out.rindex("}") + 1], out[out.rindex("}") + 1:]   # treepe-train's summary, then the output
+    assert json.loads(summary)["step"] == 20 and load_vocab(tmp_path / "runs/swap")["name"] == "pairs"
+    assert len(predicted[1:].splitlines()) == 1                                # one line (empty: not printable)

@@ -359,15 +359,15 @@ def plot_stats(self:Task, split:str="train", # which split
               ):
     "Histograms of source and target lengths and of tree depths in one split."
     import matplotlib.pyplot as plt
-    if axes is None: _, axes = plt.subplots(1, 3, figsize=(10, 2.4))
+    if axes is None: _, axes = plt.subplots(1, 3, figsize=(7, 2.4))
     data = self.splits[split]
     sd = np.array([_size_depth(e.src) for e in data]); td = _target_sizes(self, data)
-    axes[0].hist(sd[:, 0], bins=30, color="tab:blue"); axes[0].set_title(f"{self.name}: source length")
+    axes[0].hist(sd[:, 0], bins=30, color="tab:blue"); axes[0].set_title(f"{self.name}: source length", fontsize=9)
     axes[1].hist(td[:, 0], bins=30, color="tab:orange")
-    axes[1].set_title("labelled tokens" if self.target == "labels" else "target length")
+    axes[1].set_title("labelled tokens" if self.target == "labels" else "target length", fontsize=9)
     for x, lab in ((sd[:, 1], "source"), (td[:, 1], "target")):
         if (x >= 0).any(): axes[2].hist(x[x >= 0], bins=np.arange(x.max() + 2) - 0.5, alpha=0.6, label=lab)
-    axes[2].set_title("tree depth"); axes[2].legend(fontsize=8)
+    axes[2].set_title("tree depth", fontsize=9); axes[2].legend(fontsize=7)
     return axes
 
 @patch
