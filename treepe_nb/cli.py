@@ -4,7 +4,7 @@
 
 # %% ../nbs/09b_cli.ipynb #96daa564
 from __future__ import annotations
-import argparse, json, os, sys
+import argparse, json, os, re, sys
 from dataclasses import fields
 from pathlib import Path
 from typing import Sequence
@@ -58,6 +58,12 @@ def _sections() -> list[tuple[str|None, type, object]]:
     base = TrainConfig()
     return [("task", TaskConfig, base.task), ("model", ModelConfig, base.model), (None, TrainConfig, base)]
 
+def _plain_help(comment:str) -> str:
+    "A field's comment as command-line help: without the references to library names that the API docs link."
+    comment = re.sub(r"\s*\(`[^`]*`\)", "", comment)                            # "(`PRESETS`)"
+    comment = re.sub(r"\b(one of|a name of) `?[A-Z][A-Z_]+`?", "one of the choices listed", comment)
+    return comment.replace("`", "")
+
 def _train_parser() -> argparse.ArgumentParser:
     "The parser of `treepe-train`, generated from the dataclasses; an option not given is absent from its result."
     p = argparse.ArgumentParser(prog="treepe-train", description="Train a transformer with one positional encoding "
@@ -77,7 +83,7 @@ def _train_parser() -> argparse.ArgumentParser:
             if section is None and f.name in ("task", "model"): continue
             typ = str(f.type).replace(" ", "")
             if typ not in _OPTION_KINDS: raise TypeError(f"{cls.__name__}.{f.name}: no command-line form for {f.type}")
-            kind, help = dict(_OPTION_KINDS[typ]), docs.get(f.name) or f.name
+            kind, help = dict(_OPTION_KINDS[typ]), _plain_help(docs.get(f.name) or f.name)
             if f.name in choices: kind["choices"] = choices[f.name]
             elif "type" in kind and "metavar" not in kind: kind["metavar"] = f.name.upper()
             value = getattr(base, f.name)
