@@ -20,6 +20,7 @@ from .generators import (OPS_BASE, SEQ_TARGETS, TREE_OPS, c3_step, random_binary
                                   task_rng, tree_depths, tree_op, tree_ops_source)
 from .batching import Collator, Example, SeqVocab, TaskDataset, arity_ids
 from .corpora import YAML_SAMPLE, ast_leaf_classes, docstring_functions, docstring_tokens, yaml_corpus
+from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder
 
 # %% auto #0
 __all__ = ['TASKS', 'PRESETS', 'register_task', 'task_settings', 'TaskConfig', 'Task', 'make_task', 'stats_table']
@@ -460,3 +461,6 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
                           licence="Apache-2.0 and MIT-0 (see treepe_nb/data/yaml/NOTICE)"))
 
 register_task("yaml-keys", _yaml_task, replace=True)
+
+# %% ../nbs/08c_tasks.ipynb #c831c03f
+for _kind in FOR2LAM_KINDS: register_task(f"for2lam-{_kind}", for2lam_builder(_kind), replace=True)
