@@ -109,3 +109,70 @@ def test_deep_programs_need_no_recursion():
     start = {"x": 0, "y": 0, "z": 0}
     assert run_for(program, start) == run_lambda(target, start) == {"x": 2, "y": 60_000, "z": 0}
     assert for_source(program).count("\n") == 30_000 and lambda_source(target).count("\n") == 30_001   # and ()
+
+
+# ---- the tasks for2lam-short and for2lam-long (built here, registered by treepe_nb.tasks) ----
+from treepe_nb.for2lam import for2lam_builder, for2lam_vocabularies
+from treepe_nb.tasks import TASKS, TaskConfig, make_task
+
+
+def sources(split):
+    return [e.src.unlcrs().to_sexpr() for e in split]
+
+
+@pytest.mark.parametrize("kind", ["short", "long"])
+def test_task_is_registered_binary_and_lcrs(kind):
+    assert f"for2lam-{kind}" in TASKS
+    task = make_task(f"for2lam-{kind}", sizes=(40, 10, 10), order="bfs")
+    assert (task.source, task.target, task.n, task.src_order, task.tgt_order) == ("tree", "tree", 2, "dfs", "bfs")
+    for e in task.train:
+        assert int(e.src.slot.max()) <= 1 and int(e.tgt.slot.max()) <= 1
+        assert e.tgt.unlcrs() == for_to_lambda(e.src.unlcrs())          # the target is the source's translation
+        assert np.array_equal(e.tgt_ids, task.tgt_vocab.encode(e.tgt).numpy())
+
+
+def test_splits_are_disjoint_and_the_removed_are_counted():
+    # two-statement programs repeat often: 400 of them force duplicates across the splits
+    task = make_task("for2lam-short", sizes=(400, 150, 150), options={"expr_depth": 0, "max_const": 2})
+    keys = [set(sources(split)) for split in task.splits.values()]
+    assert not (keys[0] & keys[1] or keys[0] & keys[2] or keys[1] & keys[2])
+    assert [len(s) for s in task.splits.values()] == [400, 150, 150]     # topped up to the sizes asked for
+    removed = task.info["duplicates_removed"]
+    assert removed["train"] == 0 and removed["dev"] > 0 and removed["test"] > 0
+    assert len(sources(task.train)) - len(set(sources(task.train))) > 0   # repeats inside a split are kept
+
+
+def test_too_small_a_program_space_is_a_clear_error(monkeypatch):
+    import treepe_nb.for2lam as f2l
+    one = Tree.from_sexpr("(seq (assign x 1) (assign y x))")
+    monkeypatch.setattr(f2l, "for2lam_pairs", lambda rng, count, *args: [(one, for_to_lambda(one))] * count)
+    with pytest.raises(ValueError, match="the dev split has only 0 programs unseen in earlier splits after 100 draws"):
+        make_task("for2lam-short", sizes=(3, 3, 3))
+
+
+def test_task_is_deterministic_per_seed():
+    ids = lambda t: [(e.src_ids.tolist(), e.tgt_ids.tolist()) for d in t.splits.values() for e in d]
+    a, b, c = (make_task(TaskConfig("for2lam-long", seed=s, sizes=(20, 5, 5))) for s in (3, 3, 4))
+    assert ids(a) == ids(b) and ids(a) != ids(c)
+    bigger = make_task(TaskConfig("for2lam-long", seed=3, sizes=(20, 5, 9)))  # each split its own stream
+    assert ids(bigger)[:25] == ids(a)[:25]
+
+
+def test_vocabularies_cover_the_grammar_and_check_their_arguments():
+    src, tgt = for2lam_vocabularies("long")
+    assert len(src) == 4 + 4 + 5 + 3 + 10 and len(tgt) == 3 + 4 * (5 + 5 + 3 + 10 + 20)
+    with pytest.raises(ValueError, match="kind must be one of"): for2lam_builder("medium")
+    with pytest.raises(ValueError, match="kind must be one of"): for2lam_vocabularies("medium")
+    with pytest.raises(ValueError, match="has no setting 'depth_mean'"): TaskConfig("for2lam-short", options={"depth_mean": 3})
+
+
+def test_trains_from_the_command_line(tmp_path):
+    import json
+    from treepe_nb.train import train_cli
+    run = tmp_path / "run"
+    train_cli(["--task", "for2lam-short", "--pe", "stack", "--sizes", "64", "8", "8", "--steps", "20", "--d-model", "16",
+               "--eval-examples", "4", "--out", str(run), "--device", "cpu"])
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["step"] == 20 and 0 <= summary["exact_match"] <= 1
+    losses = [json.loads(l)["loss"] for l in (run / "metrics.jsonl").read_text().splitlines() if '"train"' in l]
+    assert losses[-1] < losses[0]

@@ -256,13 +256,19 @@ def _fingerprint(task):
 FINGERPRINTS = {    # recorded once (numpy 2, x86-64 Linux); a change means the data changed for every user
     "seq-copy": "003a469a0f963df4", "seq-reverse": "6b3f24cb6109b516", "seq-repeat": "828496255e50ea9c",
     "tree-copy": "e7fed69051c33233", "tree-rotate": "294df210efef4365", "tree-c3": "aedc028d801e0dc5",
-    "tree-ops": "0ca18da92d39e1ce", "yaml-keys": "1de46965a753bbf9"}
+    "tree-ops": "0ca18da92d39e1ce", "yaml-keys": "1de46965a753bbf9",
+    "for2lam-short": "98bfea633bc313db", "for2lam-long": "577fdd3b944c5abf"}
 
 
 @pytest.mark.parametrize("name", ["seq-copy", "seq-reverse", "seq-repeat", "tree-copy", "tree-rotate", "tree-c3", "tree-ops"])
 def test_data_fingerprint_is_stable(name):
     kw = dict(length_mean=12, length_std=3) if name.startswith("seq-") else dict(depth_mean=5)
     assert _fingerprint(make_task(name, seed=7, sizes=(20, 5, 5), preset="paper", **kw)) == FINGERPRINTS[name]
+
+
+@pytest.mark.parametrize("name", ["for2lam-short", "for2lam-long"])
+def test_for2lam_fingerprint_is_stable(name):
+    assert _fingerprint(make_task(name, seed=7, sizes=(20, 5, 5))) == FINGERPRINTS[name]
 
 
 def test_yaml_keys_fingerprint_is_stable():

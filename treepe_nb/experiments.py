@@ -25,17 +25,23 @@ from .model import exact_match
 # %% auto #0
 __all__ = ['TREE_ENCODINGS', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings',
            'grid_configs', 'tree_f1', 'test_metrics', 'run_cell', 'add_analysis', 'results_dir', 'run_grid',
-           'load_results', 'experiments_cli', 'summarise', 'spearman', 'encoder_attention', 'yaml_analysis']
+           'bootstrap_mean', 'load_results', 'experiments_cli', 'summarise', 'spearman', 'encoder_attention',
+           'yaml_analysis']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
-GRIDS = {  # grid name: (tasks, target orders, encodings of both sides (or (source, target) pairs), settings of every cell)
+GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encodings, settings of every cell)
+    # an encoding: one name for both sides, a (source, target) pair, or (source, target, orders) for fewer orders
     "table2b": (("tree-copy", "tree-rotate", "tree-c3", "tree-ops"), ("bfs", "dfs"), TREE_ENCODINGS, {}),
     "table2a": (("seq-copy", "seq-reverse", "seq-repeat"), ("dfs",), ("sinusoidal", "rotary", "ape-seq"), {}),
     "docstring2ast": (("py-docstring2ast",), ("bfs", "dfs"),
                       (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree")),
                       {"task.sizes": (4000, 200, 200), "task.options": {"max_example_nodes": 64}}),
     "yaml-keys": (("yaml-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "ape-tree"), {}),
+    "for2lam": ({"for2lam-short": {"steps": 600, "task.sizes": (6000, 100, 500)},
+                 "for2lam-long": {"steps": 150, "warmup": 30, "task.sizes": (4800, 50, 100)}}, ("dfs", "bfs"),
+                (("sinusoidal", "sinusoidal", ("dfs",)), "stack", ("ape-tree", "ape-tree", ("dfs",))),
+                {"eval_every": 0, "eval_examples": 20, "max_output_nodes": 400}),
 }
 
 def nest_settings(settings:dict # `section.field` or bare field names: a `TrainConfig` field, else a model or task field
@@ -60,13 +66,15 @@ def grid_configs(name:str, # a key of `GRIDS`
     "The cells of a grid as `TrainConfig`s, named `task[-target]-order-encoding-sSEED`."
     if name not in GRIDS: raise ValueError(f"unknown grid {name!r}; grids: {', '.join(GRIDS)}")
     tasks, orders, pes, extra = GRIDS[name]
-    common = nest_settings({**extra, **{k.replace("__", "."): v for k, v in settings.items()}})
+    settings = {k.replace("__", "."): v for k, v in settings.items()}
     cells = {}
     for task in tasks:
+        common = nest_settings({**extra, **(tasks[task] if isinstance(tasks, dict) else {}), **settings})
         targets = ("bigram", "trigram") if task == "yaml-keys" else (None,)
         for order in orders:
             for pe in pes:
-                src, tgt = (pe, pe) if isinstance(pe, str) else pe
+                src, tgt = (pe, pe) if isinstance(pe, str) else pe[:2]
+                if not isinstance(pe, str) and len(pe) > 2 and order not in pe[2]: continue
                 for target in targets:
                     for seed in seeds:
                         label = "-".join([task, *([target] if target else []), order,
@@ -108,11 +116,13 @@ def tree_f1(
 # %% ../nbs/10_experiments.ipynb #23aeda6b
 @torch.no_grad()
 def test_metrics(model, task, split: str = "test", batch_size: int = 64, max_output_nodes: int = 256) -> dict:
-    "Teacher-forced perplexity and token accuracy, and exact match (and mean `tree_f1` for trees) of greedy decoding."
+    """Teacher-forced perplexity and token accuracy, exact match of greedy decoding (the mean, and `exact_matches`, one
+    bool per example), and for trees the mean `tree_f1`."""
     if task.target == "labels": return evaluate(model, task, split, batch_size)
     m = evaluate(model, task, split, batch_size, decode=False)
     out, refs = decode_split(model, task, task.splits[split], batch_size, max_output_nodes=max_output_nodes)
-    m.update(exact_match=float(exact_match(out, refs).float().mean()), decoded=len(refs))
+    hits = exact_match(out, refs)
+    m.update(exact_match=float(hits.float().mean()), decoded=len(refs), exact_matches=hits.tolist())
     if task.target == "tree": m["tree_f1"] = sum(map(tree_f1, out, refs)) / len(refs)
     return m
 
@@ -184,6 +194,40 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
         for f in tqdm(as_completed(futures), total=len(futures), desc="cells", disable=not progress):
             f.result(); done.append(futures[f])
     return done
+
+# %% ../nbs/10_experiments.ipynb #414033a6
+def _per_seed(values, what:str) -> list[np.ndarray]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not len(values):
+        raise TypeError(f"{what} must be a non-empty list with one list of per-example values per seed")
+    out = [np.asarray(v, dtype=float) for v in values]
+    for s, v in enumerate(out):
+        if v.ndim != 1 or not len(v): raise ValueError(f"{what}[{s}] must be a non-empty list of numbers, got shape {v.shape}")
+    return out
+
+def bootstrap_mean(outcomes:Sequence[Sequence[float]], # per seed, one value per test example (e.g. a record's `exact_matches`)
+                   baseline:Sequence[Sequence[float]]|None=None, # the same seeds and examples under another method: the interval of the difference
+                   level:float=0.95, # coverage of the interval
+                   resamples:int=2000, # bootstrap draws
+                   seed:int=0, # seed of the resampling
+                  ) -> dict: # mean, low, high, seeds, examples
+    "The mean of the per-seed means, with a bootstrap interval that resamples seeds, then examples within each seed."
+    xs = _per_seed(outcomes, "outcomes")
+    if baseline is not None:
+        bs = _per_seed(baseline, "baseline")
+        if [len(b) for b in bs] != [len(x) for x in xs]:
+            raise ValueError(f"baseline must pair with outcomes: seeds x examples {[len(b) for b in bs]} != {[len(x) for x in xs]}")
+        xs = [x - b for x, b in zip(xs, bs)]
+    if not 0 < level < 1: raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
+    rng, S = np.random.default_rng(seed), len(xs)
+    pick, means = rng.integers(0, S, (resamples, S)), np.empty((resamples, S))   # the seeds each draw takes
+    for s, x in enumerate(xs):
+        draw, slot = np.nonzero(pick == s)
+        means[draw, slot] = x[rng.integers(0, len(x), (len(draw), len(x)))].mean(1)
+    low, high = np.quantile(means.mean(1), [(1 - level) / 2, (1 + level) / 2])
+    return dict(mean=float(np.mean([x.mean() for x in xs])), low=float(low), high=float(high), seeds=S,
+                examples=sum(len(x) for x in xs))
 
 # %% ../nbs/10_experiments.ipynb #f61c29af
 def load_results(results:str|Path|None=None, # the folder `run_grid` writes (default `results_dir()`)

@@ -5,13 +5,16 @@
 # %% ../nbs/08d_for2lam.ipynb #2aa3189e
 from __future__ import annotations
 import operator, re
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 import numpy as np
 from .trees import Tree
+from .tracking import ArityVocab
+from .generators import task_rng
+from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
 __all__ = ['VARIABLES', 'KINDS', 'for_source', 'run_for', 'lambda_source', 'run_lambda', 'for_to_lambda', 'random_for',
-           'for2lam_pairs']
+           'for2lam_pairs', 'for2lam_vocabularies', 'for2lam_builder']
 
 # %% ../nbs/08d_for2lam.ipynb #1a8da712
 VARIABLES = ("x", "y", "z")     # the program variables of the generated programs
@@ -442,3 +445,44 @@ def for2lam_pairs(rng:np.random.Generator, # the source of randomness
         source = _random_for(draws, *opts)
         pairs.append((source, for_to_lambda(source, opts[-1])))
     return pairs
+
+# %% ../nbs/08d_for2lam.ipynb #89e71951
+def for2lam_vocabularies(kind:str="short", # "short" or "long": the statement budget KINDS[kind] bounds the function names
+                         max_const:int=9, # constants are 0 ... max_const
+                         variables:Sequence[str]=VARIABLES, # the program's variables
+                        ) -> tuple[SeqVocab, ArityVocab]: # the For vocabulary and the Lambda (label, child slots) vocabulary
+    "The vocabularies of a For2Lam set, from the two grammars: every label either language can use, LCRS patterns."
+    if kind not in KINDS: raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
+    leaves = [*_check_variables(variables), *(str(c) for c in range(max_const + 1))]
+    src = SeqVocab(["seq", "assign", "if", "for", *_ARITH, *_CMP, *leaves])
+    labels = ["let", "letrec", "if", "app", _UNIT_LEAF, *_ARITH, *_CMP, *leaves, *(f"f{d}" for d in range(KINDS[kind][1]))]
+    return src, ArityVocab([(l, p) for l in labels for p in ((), (0,), (1,), (0, 1))], n=2)
+
+def for2lam_builder(kind:str, # "short" or "long"
+                   ) -> Callable: # `build(seed, sizes, order, max_loop_depth=2, expr_depth=2, max_const=9) -> dict`
+    "The task builder of one For2Lam set (see `tasks.register_task`): seeded, source-disjoint splits of LCRS trees."
+    if kind not in KINDS: raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
+    name = f"for2lam-{kind}"
+    def build(seed, sizes, order, max_loop_depth:int=2, expr_depth:int=2, max_const:int=9):
+        src_vocab, tgt_vocab = for2lam_vocabularies(kind, max_const)
+        seen, splits, removed = set(), [], {}
+        for k, (split, size) in enumerate(zip(("train", "dev", "test"), sizes)):
+            rng, pairs, keys, dropped = task_rng(seed, name, k), [], [], 0
+            for _ in range(100):                                    # top up what the duplicates took out
+                for s, t in for2lam_pairs(rng, size - len(pairs), kind, None, max_loop_depth, expr_depth, max_const):
+                    key = s.to_sexpr()
+                    if key in seen: dropped += 1
+                    else: pairs.append((s.lcrs(), t.lcrs())); keys.append(key)
+                if len(pairs) == size: break
+            else: raise ValueError(f"{name}: the {split} split has only {len(pairs)} programs unseen in earlier splits "
+                                   f"after 100 draws; ask for fewer (sizes) or allow more programs (max_const, expr_depth)")
+            seen.update(keys)
+            removed[split] = dropped
+            src_ids = [src_vocab.encode(s.labels) for s, _ in pairs]
+            splits.append([Example(s, t, i, j) for (s, t), i, j in zip(pairs, src_ids, arity_ids(tgt_vocab, [t for _, t in pairs]))])
+        return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="tree", target="tree", n=2,
+                    src_order="dfs", info=dict(kind=kind, statements=KINDS[kind], max_loop_depth=max_loop_depth,
+                                               expr_depth=expr_depth, max_const=max_const, binarisation="LCRS (n=2)",
+                                               duplicates_removed=removed, source_of_data="generated",
+                                               licence="generated data, no licence needed"))
+    return build

@@ -22,6 +22,7 @@ from .generators import (MAX_NODES, OPS_BASE, SEQ_TARGETS, TREE_OPS, c3_step, ex
                                   task_rng, tree_depths, tree_op, tree_ops_source)
 from .batching import Collator, Example, SeqVocab, TaskDataset, arity_ids
 from .corpora import YAML_SAMPLE, ast_leaf_classes, docstring_functions, docstring_tokens, yaml_corpus
+from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder
 
 # %% auto #0
 __all__ = ['TASKS', 'PRESETS', 'register_task', 'task_settings', 'TaskConfig', 'Task', 'make_task', 'stats_table']
@@ -509,3 +510,6 @@ register_task("yaml-keys", _yaml_task, replace=True)
 
 from .pairs import pairs_task            # your own pairs from files (chapter 8e)
 register_task("pairs", pairs_task, replace=True)
+
+# %% ../nbs/08c_tasks.ipynb #3417357c
+for _kind in FOR2LAM_KINDS: register_task(f"for2lam-{_kind}", for2lam_builder(_kind), replace=True)
