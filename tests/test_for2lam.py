@@ -168,7 +168,7 @@ def test_vocabularies_cover_the_grammar_and_check_their_arguments():
 
 def test_trains_from_the_command_line(tmp_path):
     import json
-    from treepe_nb.train import train_cli
+    from treepe_nb.cli import train_cli
     run = tmp_path / "run"
     train_cli(["--task", "for2lam-short", "--pe", "stack", "--sizes", "64", "8", "8", "--steps", "20", "--d-model", "16",
                "--eval-examples", "4", "--out", str(run), "--device", "cpu"])

@@ -64,9 +64,10 @@ def whole(tmp_path_factory):
     return run
 
 
-def test_kill_9_at_a_random_moment_then_resume_is_exact(whole, tmp_path):
+@pytest.mark.parametrize("when", ["before the first checkpoint", "at a random moment"])
+def test_kill_9_at_a_random_moment_then_resume_is_exact(whole, tmp_path, when):
     run = tmp_path / "run"
-    at = random.Random().randint(3, 55)                                         # a random point of the run
+    at = 2 if when.startswith("before") else random.Random().randint(3, 55)      # records written before the kill
     stop_after(run, start(*BASE, "--out", str(run)), at, signal.SIGKILL)
     code, out, err = cli("--resume", "--out", str(run), "--no-progress")
     assert code == 0, (at, err)

@@ -316,13 +316,18 @@ def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> d
     "Check what the folder holds against what was asked; returns the checkpoint to resume from, if any."
     held = [f for f in _RUN_FILES if (out / f).exists()]
     if resume:
-        if not (out / "last.pt").exists():
-            raise FileNotFoundError(f"nothing to resume in {out}: no last.pt there" +
+        if not (out / "config.yaml").exists():
+            raise FileNotFoundError(f"nothing to resume in {out}: no config.yaml there" +
                                     ("" if out.exists() else " (the folder does not exist)"))
         stored = TrainConfig.from_dict(yaml.safe_load((out / "config.yaml").read_text()))
         for k, (x, y) in resume_changes(stored, cfg).items():
             print(f"resuming {out} with {k} {x!r} -> {y!r}", file=sys.stderr)
-        return load_checkpoint(out / "last.pt", require=("model", "optimizer", "scheduler", "step", "rng"))
+        if (out / "last.pt").exists():
+            return load_checkpoint(out / "last.pt", require=("model", "optimizer", "scheduler", "step", "rng"))
+        print(f"{out} has no checkpoint yet (stopped before its first): the run starts again from step 0, "
+              f"which is where it was", file=sys.stderr)
+        for f in ("metrics.jsonl", "best.pt", "summary.json"): (out / f).unlink(missing_ok=True)
+        return None
     if held and not overwrite:
         raise FileExistsError(f"{out} already holds a run ({', '.join(held)}): continue it with --resume, or "
                               f"replace it with --overwrite")
