@@ -20,7 +20,7 @@ from .train import TrainConfig, build, evaluate, nested_settings, train, Interru
 from . import __version__
 
 # %% auto #0
-__all__ = ['config_from_args', 'train_cli', 'eval_cli']
+__all__ = ['config_from_args', 'command_error', 'int_at_least', 'train_cli', 'eval_cli']
 
 # %% ../nbs/09b_cli.ipynb #3e990463
 def _parse_value(text:str):
@@ -139,11 +139,24 @@ def config_from_args(argv:Sequence[str]|None=None # command-line arguments (defa
         return TrainConfig(**values), args
     except (ValueError, TypeError) as e: p.error(str(e))
 
-# %% ../nbs/09b_cli.ipynb #739205be
-def _fail(prog:str, e:Exception):
-    "A command's error as argparse writes them: one line on stderr, exit status 2."
+# %% ../nbs/09b_cli.ipynb #00a04297
+def command_error(prog:str, # the command's name, e.g. "treepe-eval"
+                  e:Exception, # what went wrong (its message is the line printed)
+                 ):
+    "Leave a command as argparse does on bad input: `PROG: error: MESSAGE` on stderr, exit status 2."
     print(f"{prog}: error: {e}", file=sys.stderr); sys.exit(2)
 
+def int_at_least(low:int # the smallest value allowed
+                ):
+    "An argparse `type`: an integer >= `low`, else argparse's one-line error naming the option."
+    def parse(s:str) -> int:
+        try: v = int(s)
+        except ValueError: raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+        if v < low: raise argparse.ArgumentTypeError(f"must be >= {low}, got {v}")
+        return v
+    return parse
+
+# %% ../nbs/09b_cli.ipynb #739205be
 def train_cli(argv:Sequence[str]|None=None):
     "`treepe-train`: train from the command line (see `--help`); Ctrl-C or SIGTERM stop it resumably (status 130)."
     try:
@@ -153,17 +166,8 @@ def train_cli(argv:Sequence[str]|None=None):
     except KeyboardInterrupt:
         print("treepe-train: interrupted (last.pt holds the last saved step; continue with --resume)", file=sys.stderr)
         sys.exit(130)
-    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as e: _fail("treepe-train", e)
+    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as e: command_error("treepe-train", e)
     if int(os.environ.get("RANK", "0")) == 0: print(json.dumps(summary, indent=1))
-
-def _at_least(low:int):
-    "An argparse type: an integer >= `low`."
-    def parse(s:str) -> int:
-        try: v = int(s)
-        except ValueError: raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
-        if v < low: raise argparse.ArgumentTypeError(f"must be >= {low}, got {v}")
-        return v
-    return parse
 
 def eval_cli(argv:Sequence[str]|None=None):
     "`treepe-eval RUN`: evaluate a run folder's checkpoint on a split; prints and writes `eval_SPLIT.json`."
@@ -173,10 +177,10 @@ def eval_cli(argv:Sequence[str]|None=None):
     p.add_argument("--split", default="test", choices=["train", "dev", "test"], help="the split to evaluate (default: test)")
     p.add_argument("--checkpoint", default="best", choices=["best", "last"],
                    help="which checkpoint of the run (default: best; last for a run stopped before its first evaluation)")
-    p.add_argument("--beam", type=_at_least(1), default=None, help="beam width (default: greedy)")
-    p.add_argument("--eval-examples", type=_at_least(0), default=0, help="examples decoded for exact match (default 0: all)")
+    p.add_argument("--beam", type=int_at_least(1), default=None, help="beam width (default: greedy)")
+    p.add_argument("--eval-examples", type=int_at_least(0), default=0, help="examples decoded for exact match (default 0: all)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: auto)")
-    p.add_argument("--batch-size", type=_at_least(1), default=64, help="examples per forward pass (default: 64)")
+    p.add_argument("--batch-size", type=int_at_least(1), default=64, help="examples per forward pass (default: 64)")
     args = p.parse_args(argv)
     run = Path(args.run)
     if not (run / "config.yaml").exists(): p.error(f"{run} is not a run folder (no config.yaml)")
@@ -192,7 +196,7 @@ def eval_cli(argv:Sequence[str]|None=None):
             raise ValueError(f"{path} does not fit the model of its configuration: {str(e).splitlines()[0]}") from None
         device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                               ("cpu" if args.device == "auto" else args.device))
-    except (ValueError, FileNotFoundError, RuntimeError) as e: _fail("treepe-eval", e)
+    except (ValueError, FileNotFoundError, RuntimeError) as e: command_error("treepe-eval", e)
     m = evaluate(model.to(device), task, args.split, args.batch_size, args.eval_examples or None, args.beam,
                  cfg.max_output_nodes, device, progress=sys.stderr.isatty())
     result = {"run": str(run), "split": args.split, "checkpoint": args.checkpoint, "step": ck["step"], **m}

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import yaml
 from .trees import Tree, batch_positions
+from .cli import command_error, int_at_least
 from .corpora import docstring_tokens
 from .model import Transformer
 from .runs import load_checkpoint, load_vocab
@@ -148,7 +149,7 @@ def predict_cli(argv:Sequence[str]|None=None):
     p.add_argument("--unknown", choices=["raise", "unk"], default=None,
                    help="a token outside the vocabulary: an error, or <unk> (default: <unk> where training used it)")
     p.add_argument("--checkpoint", choices=["auto", "best", "last"], default="auto", help="which checkpoint (default: auto)")
-    p.add_argument("--beam", type=int, default=None, help="beam width (default: greedy)")
+    p.add_argument("--beam", type=int_at_least(1), default=None, help="beam width (default: greedy)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     args = p.parse_args(argv)
     try:
@@ -164,6 +165,6 @@ def predict_cli(argv:Sequence[str]|None=None):
             else: inputs.append(line)
         preds = predict(run, inputs, args.format, args.unknown, args.beam)
     except (ValueError, FileNotFoundError, TypeError) as e:
-        print(f"treepe-predict: error: {e}", file=sys.stderr); sys.exit(2)
+        command_error("treepe-predict", e)
     for x, pr in zip(inputs, preds):
         print(json.dumps({"input": x, "output": pr.text}) if args.jsonl else (pr.text or "").replace("\n", "\\n"))
