@@ -256,7 +256,7 @@ def _fingerprint(task):
 FINGERPRINTS = {    # recorded once (numpy 2, x86-64 Linux); a change means the data changed for every user
     "seq-copy": "003a469a0f963df4", "seq-reverse": "6b3f24cb6109b516", "seq-repeat": "828496255e50ea9c",
     "tree-copy": "e7fed69051c33233", "tree-rotate": "294df210efef4365", "tree-c3": "aedc028d801e0dc5",
-    "tree-ops": "0ca18da92d39e1ce", "yaml-keys": "1de46965a753bbf9",
+    "tree-ops": "0ca18da92d39e1ce", "yaml-keys": "b2bd45d84cf7909a",   # yaml-keys: source-disjoint splits since #28
     "for2lam-short": "98bfea633bc313db", "for2lam-long": "577fdd3b944c5abf"}
 
 
@@ -393,7 +393,8 @@ def test_register_task_user_builder_with_kwargs():
     register_task("toy-anything", build)
     try:
         task = make_task("toy-anything", sizes=(2, 1, 1), colour="blue")      # **settings: any setting is accepted
-        assert task.info == {"colour": "blue"} and task.config.family is None and task.n is None
+        assert task.info == {"colour": "blue", "duplicates_removed": {"dev": 0, "test": 0}} and task.config.family is None \
+            and task.n is None
         with pytest.raises(ValueError, match="registered already"): register_task("toy-anything", build)
         register_task("toy-anything", lambda seed, sizes, order: {"splits": [[], [], []]}, replace=True)
         with pytest.raises(ValueError, match="returned no src_vocab, tgt_vocab, source, target"): make_task("toy-anything")

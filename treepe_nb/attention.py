@@ -343,7 +343,8 @@ class MultiHeadAttention(nn.Module):
                 cache:KVCache|None=None, # keys and values of earlier tokens; the new ones are appended
                 key_positions:PreparedPositions|None=None, # positions of all keys when a cache holds some (Shaw, decay)
                 need_weights:bool=False, # also return the attention weights `[B, H, Lq, Lk]`
-                memory_positions:PreparedPositions|None=None, # the memory's, in the space of `positions`: rotate across
+                memory_positions:PreparedPositions|None=None, # the memory's, in the space of `positions` (rotation, decay)
+                rotate_memory:bool=True, # with `memory_positions`: rotate queries and keys across (False: decay only)
                ) -> Tensor: # `[B, Lq, d_model]` (and the weights)
         """Attend from `x` to itself (causally, with the cache) or to `memory`; the fused kernel unless Shaw's terms,
         decay or weights are asked for."""
@@ -351,7 +352,7 @@ class MultiHeadAttention(nn.Module):
         B, Lq, _ = x.shape
         q = self.q(x).unflatten(-1, (H, D)).transpose(1, 2)                         # [B, H, Lq, D]
         self_attn = memory is None
-        across = not self_attn and memory_positions is not None
+        across = not self_attn and memory_positions is not None and rotate_memory
         if across and (positions is None or positions.rotation is None or memory_positions.rotation is None):
             raise ValueError("cross-attention with memory_positions rotates queries and keys: both positions "
                              "need the maps of one rotation encoding")
@@ -366,12 +367,18 @@ class MultiHeadAttention(nn.Module):
             if across: q = positions.rotation.rotate(q)
         allowed = attention_mask(key_mask, Lq, k.shape[-2], causal, x.device)
         relative = self_attn and self.rel_keys is not None
-        decay = self.decay if self_attn else None
+        decay = self.decay
+        if decay is not None and not self_attn and memory_positions is None:
+            raise ValueError("decay in cross-attention measures the distance from each query to each memory token: "
+                             "pass memory_positions (or build this module with decay=None)")
         p = self.dropout if self.training else 0.0
         if not (relative or decay is not None or need_weights):
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=p)
             return self.out(o.transpose(1, 2).flatten(-2))
-        kpos = positions if key_positions is None else key_positions
+        kpos = memory_positions if not self_attn else positions if key_positions is None else key_positions
+        if decay is not None and positions.kind != kpos.kind:
+            raise ValueError(f"decay needs one geometry for queries and keys, got {positions.kind} queries and "
+                             f"{kpos.kind} keys: give both sides encodings that read the same positions, or decay=None")
         scores = q @ k.mT                                                            # [B, H, Lq, Lk]
         if relative:
             rel = ((kpos.index[:, None, :] - positions.index[:, :, None]).clamp(-self.max_distance, self.max_distance)

@@ -16,28 +16,40 @@ import yaml
 import torch
 from tqdm.auto import tqdm
 from .trees import Tree
-from .train import TrainConfig, build, train, evaluate, decode_split
+from .train import TrainConfig, build, train, evaluate, decode_split, batch_loss
 from .runs import load_checkpoint, read_metrics
 from .model import ModelConfig
 from .tasks import TaskConfig
 from .model import exact_match
 
 # %% auto #0
-__all__ = ['TREE_ENCODINGS', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings',
-           'grid_configs', 'tree_f1', 'test_metrics', 'run_cell', 'add_analysis', 'results_dir', 'run_grid',
-           'bootstrap_mean', 'load_results', 'experiments_cli', 'summarise', 'spearman', 'encoder_attention',
-           'yaml_analysis']
+__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A',
+           'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics', 'run_cell', 'add_analysis', 'results_dir',
+           'run_grid', 'bootstrap_mean', 'load_results', 'experiments_cli', 'summarise', 'spearman',
+           'encoder_attention', 'yaml_analysis']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
+APE_DECAY = 0.98   # Kogkalidis et al. (2024, §4): with APE, the score of tokens p steps apart is scaled by 0.98**p
+FAITHFUL = {"model.activation": "relu", "model.tie_embeddings": True, "best_metric": "perplexity",
+            "model.max_distance": 32,         # Shaw's clipping at about the largest training tree or word
+            "task.sizes": (1000, 100, 500)}   # their App. B.2 and Table 3; the feed-forward widths follow d_model
 GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encodings, settings of every cell)
-    # an encoding: one name for both sides, a (source, target) pair, or (source, target, orders) for fewer orders
-    "table2b": (("tree-copy", "tree-rotate", "tree-c3", "tree-ops"), ("bfs", "dfs"), TREE_ENCODINGS, {}),
-    "table2a": (("seq-copy", "seq-reverse", "seq-repeat"), ("dfs",), ("sinusoidal", "rotary", "ape-seq"), {}),
+    # an encoding: one name for both sides, a (source, target) pair, or (source, target, orders) for fewer orders;
+    # settings: `faithful` (the APE paper's model and selection, see `grid_configs`), `variants` (name: settings)
+    "table2b": ({"tree-copy": {}, "tree-rotate": {}, "tree-c3": {"task.sizes": (1000, 120, 580)}, "tree-ops": {}},
+                ("bfs", "dfs"), TREE_ENCODINGS, {"faithful": True}),
+    "table2a": (("seq-copy", "seq-reverse", "seq-repeat"), ("dfs",), ("sinusoidal", "rotary", "ape-seq"),
+                {"faithful": True}),
+    "ablation-tree": (("tree-copy", "tree-rotate"), ("dfs",), ("ape-tree",), {"faithful": True, "variants": {
+        "no-cross": {"model.cross_positions": False}, "no-decay": {"model.decay": None}}}),
+    "ablation-seq": (("seq-reverse",), ("dfs",), ("rotary",), {"faithful": True, "variants": {
+        "no-cross": {"model.cross_positions": False}, "decay": {"model.decay": APE_DECAY}}}),
     "docstring2ast": (("py-docstring2ast",), ("bfs", "dfs"),
                       (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree")),
-                      {"task.sizes": (4000, 200, 200), "task.options": {"max_example_nodes": 64}}),
-    "yaml-keys": (("yaml-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "ape-tree"), {}),
+                      {"faithful": True, "task.sizes": (4000, 200, 200), "task.options": {"max_example_nodes": 64}}),
+    "yaml-keys": (("yaml-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "ape-tree"),
+                  {"faithful": True, "task.sizes": (1000, 100, 100)}),
     "for2lam": ({"for2lam-short": {"steps": 600, "task.sizes": (6000, 100, 500)},
                  "for2lam-long": {"steps": 150, "warmup": 30, "task.sizes": (4800, 50, 100)}}, ("dfs", "bfs"),
                 (("sinusoidal", "sinusoidal", ("dfs",)), "stack", ("ape-tree", "ape-tree", ("dfs",))),
@@ -58,35 +70,50 @@ def nest_settings(settings:dict # `section.field` or bare field names: a `TrainC
         (out[section] if section else out)[name] = v
     return out
 
+def _faithful(model:dict, src:str, tgt:str) -> dict:
+    "The APE paper's model where the cell leaves it open: decay when both sides use APE, feed-forward d and 2d."
+    d = model.get("d_model", 64)
+    out = {"d_ff": d, "dec_d_ff": 2 * d, **model}      # Table 3: 512 (encoder) and 1024 (decoder) at d = 512
+    if "decay" not in model and src.startswith("ape-") and tgt.startswith("ape-"): out["decay"] = APE_DECAY
+    return out
+
 def grid_configs(name:str, # a key of `GRIDS`
                  seeds:Sequence[int]=(0,), # one cell per seed
                  work:str|Path="runs/experiments", # where the runs' checkpoints go (not stored in the repository)
                  **settings, # for every cell, as `nest_settings` reads them, e.g. steps=200, d_model=512, model__decay=0.98
                 ) -> dict[str, TrainConfig]: # cell name: its config
-    "The cells of a grid as `TrainConfig`s, named `task[-target]-order-encoding-sSEED`."
+    """The cells of a grid as `TrainConfig`s, named `task[-target]-order-encoding[-variant]-sSEED`. A grid marked
+    `faithful` takes `FAITHFUL` and the APE paper's model (`_faithful`) wherever neither it nor `settings` decide."""
     if name not in GRIDS: raise ValueError(f"unknown grid {name!r}; grids: {', '.join(GRIDS)}")
     tasks, orders, pes, extra = GRIDS[name]
+    extra = dict(extra)
+    faithful, variants = extra.pop("faithful", False), extra.pop("variants", {"": {}})
     settings = {k.replace("__", "."): v for k, v in settings.items()}
     cells = {}
     for task in tasks:
-        common = nest_settings({**extra, **(tasks[task] if isinstance(tasks, dict) else {}), **settings})
+        own = {**(FAITHFUL if faithful else {}), **extra, **(tasks[task] if isinstance(tasks, dict) else {}), **settings}
         targets = ("bigram", "trigram") if task == "yaml-keys" else (None,)
         for order in orders:
             for pe in pes:
                 src, tgt = (pe, pe) if isinstance(pe, str) else pe[:2]
                 if not isinstance(pe, str) and len(pe) > 2 and order not in pe[2]: continue
-                for target in targets:
-                    for seed in seeds:
-                        label = "-".join([task, *([target] if target else []), order,
-                                          src if src == tgt else f"{src}+{tgt}", f"s{seed}"])
-                        options = {**common["task"].get("options", {}), **({"target": target} if target else {})}
-                        cfg = {"eval_every": 500, "patience": 0, "stop_when_perfect": False,   # the stored protocol: full budget
-                               **{k: v for k, v in common.items() if k not in ("task", "model")},
-                               "out": str(Path(work) / name / label),
-                               "task": {**common["task"], "name": task, "order": order, "seed": seed, "options": options},
-                               "model": {**common["model"], "pe": tgt, "src_pe": src if src != tgt else None}}
-                        cells[label] = TrainConfig.from_dict(cfg)
+                for variant, changes in variants.items():
+                    common = nest_settings({**own, **changes})
+                    model = _faithful(common["model"], src, tgt) if faithful else common["model"]
+                    for target in targets:
+                        for seed in seeds:
+                            label = "-".join([task, *([target] if target else []), order,
+                                              src if src == tgt else f"{src}+{tgt}", *([variant] if variant else []),
+                                              f"s{seed}"])
+                            options = {**common["task"].get("options", {}), **({"target": target} if target else {})}
+                            cfg = {"eval_every": 500, "patience": 0, "stop_when_perfect": False,   # the full budget
+                                   **{k: v for k, v in common.items() if k not in ("task", "model")},
+                                   "out": str(Path(work) / name / label),
+                                   "task": {**common["task"], "name": task, "order": order, "seed": seed, "options": options},
+                                   "model": {**model, "pe": tgt, "src_pe": src if src != tgt else None}}
+                            cells[label] = TrainConfig.from_dict(cfg)
     return cells
+
 
 # %% ../nbs/10_experiments.ipynb #604404f0
 def _labelled_paths(t: Tree) -> Counter:
@@ -114,12 +141,24 @@ def tree_f1(
     return 0.0 if hit == 0 else 2 * hit / (sum(a.values()) + sum(b.values()))
 
 # %% ../nbs/10_experiments.ipynb #23aeda6b
+def _example_scores(model, task, split, batch_size) -> dict:
+    "Per example: summed NLL, target tokens and tokens right under teacher forcing (for intervals over examples)."
+    was, rows = model.training, ([], [], [])
+    model.eval()
+    examples = list(task.splits[split])
+    for i in range(0, len(examples), batch_size):
+        for out, part in zip(rows, batch_loss(model, task.collate(examples[i:i + batch_size]), per_example=True)):
+            out.extend(part.tolist())
+    model.train(was)
+    return dict(zip(("example_nll", "example_tokens", "example_right"), rows))
+
 @torch.no_grad()
 def test_metrics(model, task, split: str = "test", batch_size: int = 64, max_output_nodes: int = 256) -> dict:
     """Teacher-forced perplexity and token accuracy, exact match of greedy decoding (the mean, and `exact_matches`, one
-    bool per example), and for trees the mean `tree_f1`."""
-    if task.target == "labels": return evaluate(model, task, split, batch_size)
-    m = evaluate(model, task, split, batch_size, decode=False)
+    bool per example), for trees the mean `tree_f1`, and per example the NLL, tokens and tokens right."""
+    per = _example_scores(model, task, split, batch_size)
+    if task.target == "labels": return {**evaluate(model, task, split, batch_size), **per}
+    m = {**evaluate(model, task, split, batch_size, decode=False), **per}
     out, refs = decode_split(model, task, task.splits[split], batch_size, max_output_nodes=max_output_nodes)
     hits = exact_match(out, refs)
     m.update(exact_match=float(hits.float().mean()), decoded=len(refs), exact_matches=hits.tolist())
@@ -209,14 +248,17 @@ def bootstrap_mean(outcomes:Sequence[Sequence[float]], # per seed, one value per
                    level:float=0.95, # coverage of the interval
                    resamples:int=2000, # bootstrap draws
                    seed:int=0, # seed of the resampling
+                   weights:Sequence[Sequence[float]]|None=None, # per seed and example: weighted means (e.g. NLL per token: weights = tokens)
                   ) -> dict: # mean, low, high, seeds, examples
     "The mean of the per-seed means, with a bootstrap interval that resamples seeds, then examples within each seed."
     xs = _per_seed(outcomes, "outcomes")
-    if baseline is not None:
-        bs = _per_seed(baseline, "baseline")
-        if [len(b) for b in bs] != [len(x) for x in xs]:
-            raise ValueError(f"baseline must pair with outcomes: seeds x examples {[len(b) for b in bs]} != {[len(x) for x in xs]}")
-        xs = [x - b for x, b in zip(xs, bs)]
+    ws = [np.ones_like(x) for x in xs] if weights is None else _per_seed(weights, "weights")
+    for what, other in (("baseline", baseline), ("weights", weights)):
+        if other is not None and [len(o) for o in other] != [len(x) for x in xs]:
+            raise ValueError(f"{what} must pair with outcomes: seeds x examples {[len(o) for o in other]} != "
+                             f"{[len(x) for x in xs]}")
+    if any((w < 0).any() or w.sum() <= 0 for w in ws): raise ValueError("weights must be >= 0 with a positive sum per seed")
+    if baseline is not None: xs = [x - b for x, b in zip(xs, _per_seed(baseline, "baseline"))]
     if not 0 < level < 1: raise ValueError(f"level must lie in (0, 1), got {level!r}")
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
         raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
@@ -224,9 +266,10 @@ def bootstrap_mean(outcomes:Sequence[Sequence[float]], # per seed, one value per
     pick, means = rng.integers(0, S, (resamples, S)), np.empty((resamples, S))   # the seeds each draw takes
     for s, x in enumerate(xs):
         draw, slot = np.nonzero(pick == s)
-        means[draw, slot] = x[rng.integers(0, len(x), (len(draw), len(x)))].mean(1)
+        take, w = rng.integers(0, len(x), (len(draw), len(x))), ws[s]
+        means[draw, slot] = (x[take] * w[take]).sum(1) / np.maximum(w[take].sum(1), 1e-300)
     low, high = np.quantile(means.mean(1), [(1 - level) / 2, (1 + level) / 2])
-    return dict(mean=float(np.mean([x.mean() for x in xs])), low=float(low), high=float(high), seeds=S,
+    return dict(mean=float(np.mean([(x * w).sum() / w.sum() for x, w in zip(xs, ws)])), low=float(low), high=float(high), seeds=S,
                 examples=sum(len(x) for x in xs))
 
 # %% ../nbs/10_experiments.ipynb #f61c29af

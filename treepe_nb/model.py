@@ -49,12 +49,13 @@ class ModelConfig:
     enc_layers: int = 2                # encoder layers
     dec_layers: int = 2                # decoder layers (when there is a decoder)
     d_ff: int|None = None              # feed-forward width (None: 4 * d_model)
+    dec_d_ff: int|None = None          # the decoder's feed-forward width (None: d_ff)
     activation: str = "gelu"           # the feed-forward non-linearity: gelu or relu
     dropout: float = 0.0               # dropout on embeddings, residual branches and attention weights
     pe: str = "sinusoidal"             # positional encoding of both sides, a name of ENCODINGS
     src_pe: str|None = None            # the encoder's encoding where it differs from pe
     tgt_pe: str|None = None            # the decoder's encoding where it differs from pe
-    decay: float|None = None           # distance decay c**p of self-attention scores (e.g. 0.98); None: off
+    decay: float|None = None           # distance decay c**p of attention scores, self and cross (e.g. 0.98); None: off
     max_distance: int = 16             # Shaw's clipping distance (the relative encoding)
     cross_positions: bool|None = None  # rotate cross-attention by both sides' positions (None: when both use one rotation)
     tie_embeddings: bool = False       # the output projection shares the target embedding matrix
@@ -63,7 +64,8 @@ class ModelConfig:
     def __post_init__(self):
         for name in ("d_model", "num_heads", "enc_layers", "max_len"): check_number(self, name, int, 1)
         for name in ("dec_layers", "max_distance"): check_number(self, name, int, 0)
-        if self.d_ff is not None: check_number(self, "d_ff", int, 1)
+        for name in ("d_ff", "dec_d_ff"):
+            if getattr(self, name) is not None: check_number(self, name, int, 1)
         check_number(self, "dropout", float, 0, 1, high_open=True)
         if self.decay is not None: check_number(self, "decay", float, 0, 1, low_open=True)
         if self.activation not in ACTIVATIONS:
@@ -120,8 +122,8 @@ class TransformerConfig(ModelConfig):
         return ModelConfig(**{f.name: getattr(self, f.name) for f in fields(ModelConfig)})
 
 # %% ../nbs/07_model.ipynb #a3bee4af
-def _feed_forward(cfg:TransformerConfig) -> nn.Sequential:
-    d_ff = cfg.d_ff or 4 * cfg.d_model
+def _feed_forward(cfg:TransformerConfig, decoder:bool=False) -> nn.Sequential:
+    d_ff = (cfg.dec_d_ff if decoder else None) or cfg.d_ff or 4 * cfg.d_model
     return nn.Sequential(
         nn.Linear(cfg.d_model, d_ff), ACTIVATIONS[cfg.activation](), nn.Dropout(cfg.dropout), nn.Linear(d_ff, cfg.d_model)
     )
@@ -155,8 +157,8 @@ class DecoderLayer(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.dropout, decay=cfg.decay,
                                             max_distance=cfg.max_distance if cfg.tgt_pe == "relative" else None)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.dropout)
-        self.ff = _feed_forward(cfg)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.dropout, decay=cfg.decay)
+        self.ff, self.rotate_memory = _feed_forward(cfg, decoder=True), bool(cfg.cross_positions)
 
     def forward(self, x:Tensor, # `[B, T, d_model]` (T = 1 when decoding with a cache)
                 positions:PreparedPositions, # the target positions of `x`
@@ -165,13 +167,14 @@ class DecoderLayer(nn.Module):
                 memory_mask:Tensor, # `[B, S]` bool
                 caches:tuple[KVCache, KVCache]|None=None, # self- and cross-attention caches
                 key_positions:PreparedPositions|None=None, # positions of all cached target tokens (Shaw, decay)
-                memory_positions:PreparedPositions|None=None, # the source's, to rotate cross-attention (cross_positions)
+                memory_positions:PreparedPositions|None=None, # the source's: cross-attention's rotation (cross_positions), decay
                ) -> Tensor:
         own, cross = caches if caches is not None else (None, None)
         x = x + self.drop(self.self_attn(self.norm1(x), positions, mask, causal=True, cache=own,
                                          key_positions=key_positions))
         x = x + self.drop(self.cross_attn(self.norm2(x), positions if memory_positions is not None else None,
-                                          memory_mask, memory=memory, cache=cross, memory_positions=memory_positions))
+                                          memory_mask, memory=memory, cache=cross, memory_positions=memory_positions,
+                                          rotate_memory=self.rotate_memory))
         return x + self.drop(self.ff(self.norm3(x)))
 
 # %% ../nbs/07_model.ipynb #0ff7fbec
@@ -207,13 +210,11 @@ def _check_padding(mask:Tensor, positions, what:str):
         )
 
 def _memory_positions(model, positions:PreparedPositions|None) -> PreparedPositions|None:
-    "The source positions cross-attention rotates by, or None when the model does not (`cfg.cross_positions`)."
-    if not model.cfg.cross_positions: return None
-    if positions is None or positions.rotation is None:
-        raise ValueError(
-            "this model rotates cross-attention (cross_positions=True): pass memory_positions, the third "
-            "value `encode` returns"
-        )
+    "The source positions cross-attention reads (its rotation, `cfg.cross_positions`; its decay), or None."
+    if not model.cfg.cross_positions and model.cfg.decay is None: return None
+    if positions is None or (model.cfg.cross_positions and positions.rotation is None):
+        why = "rotates cross-attention (cross_positions=True)" if model.cfg.cross_positions else "decays cross-attention scores"
+        raise ValueError(f"this model {why}: pass memory_positions, the third value `encode` returns")
     return positions
 
 def _renamed_keys(state_dict, prefix, *args):
@@ -318,7 +319,7 @@ class DecoderState:
     "What incremental decoding keeps between steps: per-layer caches, the target mask and (for Shaw, decay) key positions."
     memory: Tensor                              # `[B, S, d_model]`
     memory_mask: Tensor                         # `[B, S]`
-    memory_positions: PreparedPositions|None    # the source's, when cross-attention rotates (else None)
+    memory_positions: PreparedPositions|None    # the source's, when cross-attention rotates or decays
     caches: list                                # (self-attention, cross-attention) `KVCache` per decoder layer
     key_mask: Tensor|None = None                # `[B, t]` real target tokens so far
     key_positions: PreparedPositions|None = None  # positions of the target tokens so far (when needed)

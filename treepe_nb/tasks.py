@@ -286,6 +286,24 @@ def _config_of_call(name, *args, **kwargs) -> TaskConfig:
 
 def _tree_depth(x) -> int: return int(x.depth.max()) if isinstance(x, Tree) else -1
 
+def _source_key(x) -> tuple:
+    "What makes two sources the same: a tree's labels and shape, a sequence's tokens."
+    if isinstance(x, Tree): return (tuple(map(str, x.labels)), tuple(x.parent.tolist()), tuple(x.slot.tolist()))
+    return tuple(map(str, x))
+
+def _disjoint(splits:dict, info:dict) -> dict:
+    "Drop each dev/test example whose source is in an earlier split; count them in `info['duplicates_removed']`."
+    seen, removed = set(), dict(info.get("duplicates_removed", {}))
+    for split, examples in splits.items():
+        keys = [_source_key(e.src) for e in examples]
+        if split != "train":
+            kept = [e for e, k in zip(examples, keys) if k not in seen]
+            removed[split] = removed.get(split, 0) + len(examples) - len(kept)
+            splits[split] = kept
+        seen.update(keys)
+    info["duplicates_removed"] = removed
+    return splits
+
 def make_task(config:TaskConfig|str, # a `TaskConfig`, or a task name followed by the fields of one
               *args, # the old call form: seed, sizes, order, max_depth (in that order)
               **kwargs, # `TaskConfig` fields (seed, sizes, order, max_depth, preset, options) and task settings
@@ -302,7 +320,8 @@ def make_task(config:TaskConfig|str, # a `TaskConfig`, or a task name followed b
     built = dict(TASKS[name](config.seed, config.sizes, config.order, **config.settings))
     missing = [k for k in ("splits", "src_vocab", "tgt_vocab", "source", "target") if k not in built]
     if missing: raise ValueError(f"the builder of {name} returned no {', '.join(missing)}")
-    splits = dict(zip(("train", "dev", "test"), built.pop("splits")))
+    built["info"] = dict(built.get("info", {}))
+    splits = _disjoint(dict(zip(("train", "dev", "test"), built.pop("splits"))), built["info"])
     deepest = -1
     for split, examples in splits.items():
         for i, e in enumerate(examples):

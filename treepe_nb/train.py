@@ -187,14 +187,16 @@ def _forward(model:nn.Module, batch:Batch) -> Tensor:
 def batch_loss(model:nn.Module, # a `Transformer` (or its DistributedDataParallel wrapper)
                batch:Batch, # from the task's collate
                label_smoothing:float=0.0, # smoothing of the loss (the counts are not affected)
+               per_example:bool=False, # the three as `[B]` tensors, one entry per example
               ) -> tuple[Tensor, Tensor, Tensor]: # summed loss, number of target tokens, number predicted right
     "Summed cross-entropy of a batch under teacher forcing, with its token count and correct-token count."
     logits = _forward(model, batch).float()
     labels = batch.labels
-    loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100, reduction="sum",
-                           label_smoothing=label_smoothing)
+    loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100, reduction="none",
+                           label_smoothing=label_smoothing).view(labels.shape)
     real = labels != -100
-    return loss, real.sum(), ((logits.argmax(-1) == labels) & real).sum()
+    sums = loss.sum(1), real.sum(1), ((logits.argmax(-1) == labels) & real).sum(1)
+    return sums if per_example else tuple(s.sum() for s in sums)
 
 # %% ../nbs/09_train.ipynb #bf7eaf5a
 def _references(task:Task, examples:Sequence) -> list:
