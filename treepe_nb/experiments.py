@@ -4,13 +4,13 @@
 
 # %% ../nbs/10_experiments.ipynb #3987bc95
 from __future__ import annotations
-import argparse, json, math, os, sys, time
+import argparse, json, math, os, re, sys, time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import fields
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 import numpy as np
 import yaml
 import torch
@@ -25,8 +25,8 @@ from .model import exact_match
 # %% auto #0
 __all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A',
            'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics', 'run_cell', 'add_analysis', 'results_dir',
-           'run_grid', 'bootstrap_mean', 'load_results', 'experiments_cli', 'summarise', 'spearman',
-           'encoder_attention', 'yaml_analysis']
+           'run_grid', 'bootstrap_statistic', 'bootstrap_mean', 'load_results', 'experiments_cli', 'summarise',
+           'compare', 'spearman', 'encoder_attention', 'yaml_analysis']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -243,6 +243,49 @@ def _per_seed(values, what:str) -> list[np.ndarray]:
         if v.ndim != 1 or not len(v): raise ValueError(f"{what}[{s}] must be a non-empty list of numbers, got shape {v.shape}")
     return out
 
+def _check_draws(level, resamples):
+    if not 0 < level < 1: raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
+
+def bootstrap_statistic(outcomes:dict[str, Sequence[Sequence[float]]], # method: per seed, one value per test example
+                        statistic:Callable[[dict], np.ndarray], # methods' means (arrays of draws) -> an array of values
+                        weights:dict[str, Sequence[Sequence[float]]]|None=None, # method: per-example weights (default 1)
+                        level:float=0.95, # coverage of the interval
+                        resamples:int=2000, # bootstrap draws
+                        seed:int=0, # seed of the resampling
+                        keep_draws:bool=False, # also return the statistic of every draw (`draws`)
+                       ) -> dict: # value, low, high, seeds, examples (and draws)
+    """A statistic of several methods' (weighted) means on the same seeds and test examples, with a paired bootstrap
+    interval: each draw resamples the seeds, then the examples within each seed, the same ones for every method."""
+    if not isinstance(outcomes, dict) or not outcomes: raise TypeError("outcomes must be a non-empty dict method: values")
+    xs = {k: _per_seed(v, f"outcomes[{k!r}]") for k, v in outcomes.items()}
+    ws = {k: _per_seed(weights[k], f"weights[{k!r}]") if weights and k in weights else [np.ones_like(x) for x in xs[k]]
+          for k in xs}
+    first = next(iter(xs))
+    shape = [len(x) for x in xs[first]]
+    for k in xs:
+        for what, v in (("outcomes", xs[k]), ("weights", ws[k])):
+            if [len(x) for x in v] != shape:
+                raise ValueError(f"{what}[{k!r}] must pair with outcomes[{first!r}]: seeds x examples "
+                                 f"{[len(x) for x in v]} != {shape}")
+        if any((w < 0).any() or w.sum() <= 0 for w in ws[k]):
+            raise ValueError(f"weights[{k!r}] must be >= 0 with a positive sum per seed")
+    _check_draws(level, resamples)
+    rng, S = np.random.default_rng(seed), len(shape)
+    pick, means = rng.integers(0, S, (resamples, S)), {k: np.empty((resamples, S)) for k in xs}   # seeds of each draw
+    for s in range(S):
+        draw, slot = np.nonzero(pick == s)
+        take = rng.integers(0, shape[s], (len(draw), shape[s]))                   # examples, shared by the methods
+        for k in xs:
+            x, w = xs[k][s][take], ws[k][s][take]
+            means[k][draw, slot] = (x * w).sum(1) / np.maximum(w.sum(1), 1e-300)
+    draws = np.asarray(statistic({k: m.mean(1) for k, m in means.items()}), float)
+    point = statistic({k: np.array([np.mean([(x * w).sum() / w.sum() for x, w in zip(xs[k], ws[k])])]) for k in xs})
+    low, high = np.nanquantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return dict(value=float(np.asarray(point).ravel()[0]), low=float(low), high=float(high), seeds=S, examples=sum(shape),
+                **({"draws": draws} if keep_draws else {}))
+
 def bootstrap_mean(outcomes:Sequence[Sequence[float]], # per seed, one value per test example (e.g. a record's `exact_matches`)
                    baseline:Sequence[Sequence[float]]|None=None, # the same seeds and examples under another method: the interval of the difference
                    level:float=0.95, # coverage of the interval
@@ -251,26 +294,13 @@ def bootstrap_mean(outcomes:Sequence[Sequence[float]], # per seed, one value per
                    weights:Sequence[Sequence[float]]|None=None, # per seed and example: weighted means (e.g. NLL per token: weights = tokens)
                   ) -> dict: # mean, low, high, seeds, examples
     "The mean of the per-seed means, with a bootstrap interval that resamples seeds, then examples within each seed."
-    xs = _per_seed(outcomes, "outcomes")
-    ws = [np.ones_like(x) for x in xs] if weights is None else _per_seed(weights, "weights")
-    for what, other in (("baseline", baseline), ("weights", weights)):
-        if other is not None and [len(o) for o in other] != [len(x) for x in xs]:
-            raise ValueError(f"{what} must pair with outcomes: seeds x examples {[len(o) for o in other]} != "
-                             f"{[len(x) for x in xs]}")
-    if any((w < 0).any() or w.sum() <= 0 for w in ws): raise ValueError("weights must be >= 0 with a positive sum per seed")
-    if baseline is not None: xs = [x - b for x, b in zip(xs, _per_seed(baseline, "baseline"))]
-    if not 0 < level < 1: raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
-    rng, S = np.random.default_rng(seed), len(xs)
-    pick, means = rng.integers(0, S, (resamples, S)), np.empty((resamples, S))   # the seeds each draw takes
-    for s, x in enumerate(xs):
-        draw, slot = np.nonzero(pick == s)
-        take, w = rng.integers(0, len(x), (len(draw), len(x))), ws[s]
-        means[draw, slot] = (x[take] * w[take]).sum(1) / np.maximum(w[take].sum(1), 1e-300)
-    low, high = np.quantile(means.mean(1), [(1 - level) / 2, (1 + level) / 2])
-    return dict(mean=float(np.mean([(x * w).sum() / w.sum() for x, w in zip(xs, ws)])), low=float(low), high=float(high), seeds=S,
-                examples=sum(len(x) for x in xs))
+    xs = {"x": outcomes, **({"b": baseline} if baseline is not None else {})}
+    try: r = bootstrap_statistic(xs, lambda m: m["x"] - m.get("b", 0), None if weights is None else dict.fromkeys(xs, weights),
+                                 level, resamples, seed)
+    except ValueError as e: raise ValueError(str(e).replace("outcomes['b']", "baseline").replace("outcomes['x']", "outcomes")
+                                             .replace("weights['x']", "weights").replace("['b']", "")) from None
+    return dict(mean=r["value"], **{k: r[k] for k in ("low", "high", "seeds", "examples")})
+
 
 # %% ../nbs/10_experiments.ipynb #f61c29af
 def load_results(results:str|Path|None=None, # the folder `run_grid` writes (default `results_dir()`)
@@ -326,25 +356,60 @@ if __name__ == "__main__" and "ipykernel" not in sys.modules and "execnb" not in
 # %% ../nbs/10_experiments.ipynb #c7f338fc
 METRICS = ("perplexity", "token_accuracy", "exact_match", "tree_f1")
 
+def _per_example(records:list, metric:str) -> tuple[list, list]|None:
+    "Per seed: one value per test example and its weight (NLL and right tokens per token, weighted by tokens)."
+    t = [r["record"]["test"] for r in records]
+    if metric == "exact_match" and all("exact_matches" in x for x in t):
+        return [x["exact_matches"] for x in t], [np.ones(len(x["exact_matches"])) for x in t]
+    if metric in ("perplexity", "token_accuracy") and all("example_nll" in x for x in t):
+        key = "example_nll" if metric == "perplexity" else "example_right"
+        return [np.asarray(x[key], float) / np.maximum(x["example_tokens"], 1) for x in t], [x["example_tokens"] for x in t]
+    return None
 
-def summarise(
-    rows: Sequence[dict],  # from `load_results`
-) -> dict[tuple, dict]:  # (grid, task, target, order, src_pe, tgt_pe): the summary over seeds
-    "Each configuration's metrics over its seeds: the mean, `METRIC_min` and `METRIC_max`, `seeds`, and the first record."
+def _interval_of(rs:list, metric:str, resamples:int) -> dict|None:
+    "Mean and 95% interval of one metric over the records' seeds and test examples (None: not stored per example)."
+    per = _per_example(rs, metric)
+    if per is None: return None
+    b = bootstrap_mean(per[0], weights=per[1], resamples=resamples)
+    return {**b, **{k: math.exp(b[k]) for k in ("mean", "low", "high")}} if metric == "perplexity" else b
+
+def summarise(rows:Sequence[dict], # from `load_results`
+              resamples:int=2000, # bootstrap draws per interval
+             ) -> dict[tuple, dict]: # (grid, configuration): the summary over seeds
+    """Each configuration (a cell's name without its seed) over its seeds: per metric the mean, and where the records
+    store per-example scores a 95% bootstrap interval over seeds and examples (`METRIC_low`, `METRIC_high`); `seeds`,
+    `examples` (test examples, all seeds) and the first record. Perplexity is exp of the mean NLL per token."""
     groups = {}
     for r in sorted(rows, key=lambda r: r["seed"]):
-        groups.setdefault(
-            (r["grid"], r["task"], r["target"], r["order"], r["src_pe"], r["tgt_pe"]), []
-        ).append(r)
+        groups.setdefault((r["grid"], re.sub(r"-s\d+$", "", r["cell"])), []).append(r)
     out = {}
     for key, rs in groups.items():
-        s = {"seeds": len(rs), "record": rs[0]["record"], "seconds": sum(r["seconds"] for r in rs)}
+        s = {"seeds": len(rs), "record": rs[0]["record"], "seconds": sum(r["seconds"] for r in rs), "records": rs}
         for m in METRICS:
-            v = [r[m] for r in rs if m in r]
-            if v:
-                s.update({m: float(np.mean(v)), f"{m}_min": min(v), f"{m}_max": max(v)})
+            v = [r[m] for r in rs if r.get(m) is not None]
+            if not v: continue
+            b = _interval_of(rs, m, resamples)
+            s.update({m: b["mean"] if b else float(np.mean(v)), f"{m}_low": b and b["low"], f"{m}_high": b and b["high"],
+                      f"{m}_min": min(v), f"{m}_max": max(v)})
+            if b: s["examples"] = b["examples"]
         out[key] = s
     return out
+
+def compare(entries:dict[str, dict], # method: its `summarise` entry, all on one task (their common seeds are used)
+            statistic:Callable[[dict], np.ndarray], # methods' means (arrays over draws) -> values, e.g. a difference
+            metric:str="perplexity", # compared as mean NLL per token for perplexity, else as the metric itself
+            resamples:int=2000, # bootstrap draws
+            keep_draws:bool=False, # also return the statistic of every draw
+           ) -> dict: # value, low, high, seeds, examples (see `bootstrap_statistic`)
+    "A statistic of several configurations, with a paired interval over their common seeds and the same test examples."
+    seeds = sorted(set.intersection(*({r["seed"] for r in s["records"]} for s in entries.values())))
+    if not seeds: raise ValueError(f"{', '.join(entries)} have no seed in common")
+    xs, ws = {}, {}
+    for k, s in entries.items():
+        per = _per_example([r for r in s["records"] if r["seed"] in seeds], metric)
+        if per is None: raise ValueError(f"{k}: its records store no per-example {metric}")
+        xs[k], ws[k] = per
+    return bootstrap_statistic(xs, statistic, ws, resamples=resamples, keep_draws=keep_draws)
 
 # %% ../nbs/10_experiments.ipynb #df8f481c
 TREE_TASKS = ("tree-copy", "tree-rotate", "tree-c3", "tree-ops")
