@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 from treepe_nb.batching import Collator, Example, SeqVocab, arity_ids
 from treepe_nb.generators import (c3_step, random_binary_trees, random_words, rotate, task_rng, tree_depths, tree_op,
                                  tree_ops_source)
-from treepe_nb.tasks import PRESETS, TASKS, TaskConfig, make_task, register_task
+from treepe_nb.tasks import PRESETS, TASKS, TaskConfig, content_key, make_task, register_task
 from treepe_nb.trees import Tree
 
 
@@ -525,3 +525,17 @@ def test_yaml_keys_named_like_special_tokens(tmp_path):
     assert {"\\<end>", "\\<doc>", "\\<mask>", "\\\\<end>", "name", "<doc>"} <= labels
     assert "<end>" not in labels and "<mask>" not in labels
     assert sum(l == "<doc>" for l in task.train[0].src.labels) == 1       # only the root is <doc>
+
+
+@pytest.mark.parametrize("name", ["seq-copy", "seq-reverse", "seq-repeat", "tree-copy", "tree-rotate", "tree-c3", "tree-ops"])
+def test_splits_are_source_disjoint(name):
+    # small trees over few labels repeat: without the check, tree-c3 puts training sources into dev and test
+    task = make_task(name, sizes=(300, 60, 60), preset="small", **({"depth_mean": 2.0} if name.startswith("tree") else
+                                                                  {"length_mean": 3.0, "length_std": 1.0, "vocab_size": 3}))
+    seen = {content_key(e.src) for e in task.train}
+    assert not any(content_key(e.src) in seen for e in task.dev)
+    seen |= {content_key(e.src) for e in task.dev}
+    assert not any(content_key(e.src) in seen for e in task.test)
+    removed = task.info["duplicates_removed"]
+    assert len(task.dev) + removed["dev"] == 60 and len(task.test) + removed["test"] == 60
+    assert removed["test"] > 0                     # these settings do repeat: the check had work to do

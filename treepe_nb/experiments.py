@@ -19,7 +19,7 @@ from .trees import Tree
 from .train import TrainConfig, build, train, evaluate, decode_split, batch_loss
 from .runs import load_checkpoint, read_metrics
 from .model import ModelConfig
-from .tasks import TaskConfig
+from .tasks import TaskConfig, content_key
 from .model import exact_match
 
 # %% auto #0
@@ -180,7 +180,10 @@ def run_cell(cfg:TrainConfig, # the cell
     test = test_metrics(model, task, max_output_nodes=cfg.max_output_nodes)
     trains, evals = read_metrics(cfg.out)
     analysis = yaml_analysis(model, task) if cfg.task.name == "yaml-keys" else None
-    record = {"config": cfg.to_dict(), "test": test, "best_step": ck["step"], "dev": evals, "seconds": seconds,
+    seen = {content_key(e.tgt) for e in task.train} if task.target != "labels" else set()
+    data = {"sizes": [len(s) for s in task.splits.values()], "duplicates_removed": task.info.get("duplicates_removed"),
+            "test_targets_in_train": sum(content_key(e.tgt) in seen for e in task.test)}
+    record = {"config": cfg.to_dict(), "test": test, "best_step": ck["step"], "dev": evals, "seconds": seconds, "data": data,
               "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
               **({"analysis": analysis} if analysis else {}),
               "machine": {"threads": torch.get_num_threads(), "torch": torch.__version__, "cpus": os.cpu_count(),

@@ -25,7 +25,7 @@ from .corpora import YAML_SAMPLE, ast_leaf_classes, docstring_functions, docstri
 from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder
 
 # %% auto #0
-__all__ = ['TASKS', 'PRESETS', 'register_task', 'task_settings', 'TaskConfig', 'Task', 'make_task', 'stats_table']
+__all__ = ['TASKS', 'PRESETS', 'register_task', 'task_settings', 'TaskConfig', 'Task', 'content_key', 'make_task', 'stats_table']
 
 # %% ../nbs/08c_tasks.ipynb #f9158676
 TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, order, **settings) -> dict
@@ -286,8 +286,9 @@ def _config_of_call(name, *args, **kwargs) -> TaskConfig:
 
 def _tree_depth(x) -> int: return int(x.depth.max()) if isinstance(x, Tree) else -1
 
-def _source_key(x) -> tuple:
-    "What makes two sources the same: a tree's labels and shape, a sequence's tokens."
+def content_key(x, # a `Tree`, or a sequence of tokens
+            ) -> tuple: # hashable; equal exactly when the two are the same tree (labels and shape) or token sequence
+    "What makes two sources (or targets) the same: a tree's labels and shape, a sequence's tokens."
     if isinstance(x, Tree): return (tuple(map(str, x.labels)), tuple(x.parent.tolist()), tuple(x.slot.tolist()))
     return tuple(map(str, x))
 
@@ -295,7 +296,7 @@ def _disjoint(splits:dict, info:dict) -> dict:
     "Drop each dev/test example whose source is in an earlier split; count them in `info['duplicates_removed']`."
     seen, removed = set(), dict(info.get("duplicates_removed", {}))
     for split, examples in splits.items():
-        keys = [_source_key(e.src) for e in examples]
+        keys = [content_key(e.src) for e in examples]
         if split != "train":
             kept = [e for e, k in zip(examples, keys) if k not in seen]
             removed[split] = removed.get(split, 0) + len(examples) - len(kept)
