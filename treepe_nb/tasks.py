@@ -444,7 +444,7 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_exa
 
 register_task("py-docstring2ast", _docstring_task, replace=True)
 
-# %% ../nbs/08c_tasks.ipynb #311b69eb
+# %% ../nbs/08c_tasks.ipynb #e14628e8
 _KEY_KINDS = (int(NodeKind.KEY), int(NodeKind.LIST_KEY))
 YAML_TARGETS, NODE_KINDS = ("bigram", "trigram"), ("unmasked", "none")
 
