@@ -17,6 +17,13 @@ def test_yaml_sample_lives_inside_the_package():
     assert (YAML_SAMPLE / "NOTICE").is_file() and len(list(YAML_SAMPLE.rglob("*.y*ml"))) >= 1000
 
 
+def test_k8s_manifests_live_inside_the_package_apart_from_the_sample():
+    from treepe_nb.yaml_keys import K8S_MANIFESTS
+    assert K8S_MANIFESTS.resolve().is_relative_to(Path(treepe_nb.__file__).resolve().parent)
+    assert not K8S_MANIFESTS.resolve().is_relative_to(YAML_SAMPLE.resolve())   # no task trains on the probe's set
+    assert (K8S_MANIFESTS / "README.md").is_file() and len(list(K8S_MANIFESTS.glob("*.yaml"))) >= 10
+
+
 def test_wheel_ships_the_yaml_sample(tmp_path):
     # pip builds in the source folder (build/, *.egg-info): build a copy, so that the checkout stays clean
     src = tmp_path / "src"
@@ -35,3 +42,5 @@ def test_wheel_ships_the_yaml_sample(tmp_path):
     assert {f"treepe_nb/data/yaml/{n}" for n in ("NOTICE", "LICENSE-Apache-2.0.txt", "LICENSE-MIT-0.txt")} <= names
     assert files <= names, f"not in the wheel: {sorted(files - names)[:5]}"
     assert sum(n.endswith((".yml", ".yaml")) for n in names) >= 1000
+    k8s = {p.relative_to(ROOT).as_posix() for p in (ROOT / "treepe_nb" / "data" / "k8s").iterdir()}
+    assert k8s and k8s <= names, f"k8s manifests not in the wheel: {sorted(k8s - names)[:5]}"

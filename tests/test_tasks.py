@@ -256,7 +256,7 @@ def _fingerprint(task):
 FINGERPRINTS = {    # recorded once (numpy 2, x86-64 Linux); a change means the data changed for every user
     "seq-copy": "003a469a0f963df4", "seq-reverse": "6b3f24cb6109b516", "seq-repeat": "828496255e50ea9c",
     "tree-copy": "e7fed69051c33233", "tree-rotate": "294df210efef4365", "tree-c3": "aedc028d801e0dc5",
-    "tree-ops": "0ca18da92d39e1ce", "yaml-keys": "b2bd45d84cf7909a",   # yaml-keys: source-disjoint splits since #28
+    "tree-ops": "0ca18da92d39e1ce", "yaml-keys": "f122f9ae2327dc9b",   # yaml-keys: source-disjoint splits since #28
     "for2lam-short": "98bfea633bc313db", "for2lam-long": "577fdd3b944c5abf"}
 
 
@@ -323,7 +323,8 @@ def test_yaml_keys_masks_and_targets(target):
         for i in masked:
             assert int(e.kinds[i]) in keys and i > 0
             want = f"{t.labels[t.parent[i]]}::{t.labels[i]}"
-            if target == "trigram": want = f"{NodeKind(int(e.kinds[i])).name}::{want}"
+            if target == "trigram": want = f"{e.meta['resource_kind']}::{want}"      # the resource kind, not the node's
+            assert int(e.kinds[i]) == int(NodeKind.KEY)                            # a masked node's kind is hidden
             got = task.tgt_vocab.decode([e.tgt_ids[i]])[0]
             assert got == want or got == "<unk>"
     st = task.stats()["train"]                                       # "target length" = labelled tokens
@@ -333,6 +334,7 @@ def test_yaml_keys_masks_and_targets(target):
         order = e.src.order("dfs"); n = len(e.src)
         assert torch.equal(b.src_kinds[i, :n], torch.from_numpy(e.kinds[order]))
         assert torch.equal(b.labels[i, :n], torch.from_numpy(e.tgt_ids[order]))
+    assert task.info["with_resource_kind"] == {"train": 0, "dev": 0, "test": 0}   # the bundled sample has no `kind:`
 
 
 # ---- TaskConfig: the one check of a task's settings, and the two call forms of make_task ----
@@ -351,7 +353,7 @@ def test_yaml_keys_masks_and_targets(target):
     (dict(options={"depth_mean": "7"}), TypeError, "setting 'depth_mean' of tree-copy must be a number"),
     (dict(options={"min_depth": True}), TypeError, "setting 'min_depth' of tree-copy must be an integer"),
     (dict(name="yaml-keys", options={"max_nodes": 64}), ValueError,
-     "yaml-keys has no setting 'max_nodes'; its settings: corpus, target, mask_prob, min_count, max_example_nodes"),
+     "yaml-keys has no setting 'max_nodes'; its settings: corpus, target, mask_prob, min_count, max_example_nodes, node_kinds"),
     (dict(name="yaml-keys", options={"target": 3}), TypeError, "setting 'target' of yaml-keys must be a string"),
     (dict(max_depth=2.5), TypeError, "max_depth must be an integer"),
     (dict(max_depth=-1), ValueError, "max_depth must be >= 0"),
@@ -516,6 +518,26 @@ def _yaml_dir(tmp_path, texts):
 def test_yaml_keys_without_keys_says_so(tmp_path, texts):
     with pytest.raises(ValueError, match=r"yaml-keys: no document with a key in the training split"):
         make_task("yaml-keys", sizes=(8, 1, 1), corpus=_yaml_dir(tmp_path, texts))
+
+
+def test_yaml_keys_dev_and_test_hold_no_training_document(tmp_path):
+    # one document in 30 files (as templates are copied between packages; comments differ), and 30 distinct ones
+    texts = [f"# copy {i}\nkind: Service\nspec:\n  port: 80\n" for i in range(30)]
+    texts += [f"kind: Pod\nspec:\n  name: n{i}\n  port: {i}\n" for i in range(30)]
+    task = make_task("yaml-keys", sizes=(40, 40, 40), corpus=_yaml_dir(tmp_path, texts), min_count=1)
+    frac = np.cumsum([40, 40, 40]) / 120
+    split_of = lambda name: int(np.searchsorted(frac, int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") / 2 ** 64,
+                                                side="right"))
+    copies = Counter(split_of(f"f{i}.yml") for i in range(30))          # where the path hash puts the copies
+    assert copies[0] > 0 and copies[1] + copies[2] > 0                  # (the test needs copies in train and elsewhere)
+    assert task.info["duplicates_removed"] == {"dev": copies[1], "test": copies[2]}
+    same = lambda e: (e.src.labels, e.src.parent.tolist(), e.src.slot.tolist())
+    train = [same(e) for e in task.train]
+    for split in ("dev", "test"):
+        assert task.splits[split] and all(same(e) not in train for e in task.splits[split])
+        assert all(e.meta["resource_kind"] == "Pod" for e in task.splits[split])
+    assert sum(e.meta["resource_kind"] == "Service" for e in task.train) == copies[0]    # train keeps its copies
+    assert task.info["with_resource_kind"] == {s: len(task.splits[s]) for s in ("train", "dev", "test")}
 
 
 def test_yaml_keys_named_like_special_tokens(tmp_path):

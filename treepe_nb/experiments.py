@@ -26,7 +26,7 @@ from .model import exact_match
 __all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A',
            'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics', 'run_cell', 'add_analysis', 'results_dir',
            'run_grid', 'bootstrap_statistic', 'bootstrap_mean', 'load_results', 'experiments_cli', 'summarise',
-           'compare', 'spearman', 'encoder_attention', 'yaml_analysis']
+           'compare', 'spearman']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -92,7 +92,7 @@ def grid_configs(name:str, # a key of `GRIDS`
     cells = {}
     for task in tasks:
         own = {**(FAITHFUL if faithful else {}), **extra, **(tasks[task] if isinstance(tasks, dict) else {}), **settings}
-        targets = ("bigram", "trigram") if task == "yaml-keys" else (None,)
+        targets = ("bigram",) if task == "yaml-keys" else (None,)   # trigram: no corpus `kind:`
         for order in orders:
             for pe in pes:
                 src, tgt = (pe, pe) if isinstance(pe, str) else pe[:2]
@@ -180,12 +180,13 @@ def run_cell(cfg:TrainConfig, # the cell
     test = test_metrics(model, task, max_output_nodes=cfg.max_output_nodes)
     trains, evals = read_metrics(cfg.out)
     analysis = yaml_analysis(model, task) if cfg.task.name == "yaml-keys" else None
+    k8s = k8s_probe(model, task) if cfg.task.name == "yaml-keys" else None
     seen = {content_key(e.tgt) for e in task.train} if task.target != "labels" else set()
     data = {"sizes": [len(s) for s in task.splits.values()], "duplicates_removed": task.info.get("duplicates_removed"),
             "test_targets_in_train": sum(content_key(e.tgt) in seen for e in task.test)}
     record = {"config": cfg.to_dict(), "test": test, "best_step": ck["step"], "dev": evals, "seconds": seconds, "data": data,
               "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
-              **({"analysis": analysis} if analysis else {}),
+              **({"analysis": analysis} if analysis else {}), **({"k8s": k8s} if k8s else {}),
               "machine": {"threads": torch.get_num_threads(), "torch": torch.__version__, "cpus": os.cpu_count(),
                           "device": cfg.device}}
     result = Path(result)
@@ -451,67 +452,4 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     return float(((ra - ra.mean()) * (rb - rb.mean())).mean() / (ra.std() * rb.std()))
 
 # %% ../nbs/10_experiments.ipynb #30f54861
-@torch.no_grad()
-def encoder_attention(model, # a `Transformer`
-                      src_ids:torch.Tensor, # `[B, S]`
-                      src_pos, # the source positions
-                      src_kinds:torch.Tensor|None=None, # node kinds (additive encoding)
-                     ) -> list[torch.Tensor]: # per encoder layer, weights `[B, H, S, S]`
-    "The attention weights of every encoder layer (the model's own encoder, asked to keep them)."
-    return model.encode(src_ids, src_pos, src_kinds, need_weights=True)[3]
-
-
-def _parents(depth: torch.Tensor, paths: torch.Tensor) -> list[int]:
-    "Token index of each token's parent in one example (-1 for the root and padding)."
-    index, out = {}, []
-    for t, (d, p) in enumerate(zip(depth.tolist(), paths.tolist())):
-        key = tuple(p[:d]) if d >= 0 else None
-        if key is not None:
-            index[key] = t
-        out.append(index.get(key[:-1], -1) if key else -1)
-    return out
-
-
-@torch.no_grad()
-def yaml_analysis(model, task, split: str = "test", batch_size: int = 32) -> dict:
-    "For masked keys: accuracy of the parent and key parts of `parent::key`, and per-head attention to parent and depth."
-    was = model.training
-    model.eval()
-    L, H = len(model.encoder), model.cfg.num_heads
-    parent_mass, depth_mass = torch.zeros(L, H, dtype=torch.float64), torch.zeros(L, H, dtype=torch.float64)
-    parent_uniform = depth_uniform = 0.0
-    right = {"parent": 0, "key": 0, "both": 0}
-    count = 0
-    examples = list(task.splits[split])
-    for chunk in (examples[i:i + batch_size] for i in range(0, len(examples), batch_size)):
-        b = task.collate(chunk)
-        logits = model(b.src_ids, b.src_pos, src_kinds=b.src_kinds)
-        pred = logits.argmax(-1)
-        weights = torch.stack(
-            encoder_attention(model, b.src_ids, b.src_pos, b.src_kinds), 1
-        )  # [B, L, H, S, S]
-        depth, mask = b.src_pos.depth, b.src_ids != 0
-        for i in range(len(chunk)):
-            parents = _parents(depth[i], b.src_pos.paths[i])
-            real = int(mask[i].sum())
-            for t in (b.labels[i] != -100).nonzero()[:, 0].tolist():
-                gold, guess = b.labels[i, t].item(), pred[i, t].item()
-                gp, pp = (s.split("::") for s in task.tgt_vocab.decode([gold, guess]))
-                ok_parent, ok_key = gp[-2:-1] == pp[-2:-1], gp[-1] == pp[-1]
-                right["parent"] += ok_parent
-                right["key"] += ok_key
-                right["both"] += gold == guess
-                count += 1
-                same = (depth[i] == depth[i, t]) & mask[i]
-                depth_mass += weights[i, :, :, t][..., same].sum(-1).double()
-                depth_uniform += float(same.sum()) / real
-                if parents[t] >= 0:
-                    parent_mass += weights[i, :, :, t, parents[t]].double()
-                    parent_uniform += 1 / real
-    model.train(was)
-    return {
-        "masked_keys": count,
-        **{f"{k}_accuracy": v / max(count, 1) for k, v in right.items()},
-        "parent_attention": (parent_mass / max(parent_uniform, 1e-12)).tolist(),  # [L][H]: 1 = uniform
-        "depth_attention": (depth_mass / max(depth_uniform, 1e-12)).tolist(),
-    }
+from .yaml_keys import encoder_attention, yaml_analysis, k8s_probe   # chapter 10b; run_cell stores them

@@ -25,7 +25,8 @@ from .corpora import YAML_SAMPLE, ast_leaf_classes, docstring_functions, docstri
 from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder
 
 # %% auto #0
-__all__ = ['TASKS', 'PRESETS', 'register_task', 'task_settings', 'TaskConfig', 'Task', 'content_key', 'make_task', 'stats_table']
+__all__ = ['TASKS', 'PRESETS', 'YAML_TARGETS', 'NODE_KINDS', 'register_task', 'task_settings', 'TaskConfig', 'Task',
+           'content_key', 'make_task', 'stats_table', 'yaml_targets', 'yaml_example']
 
 # %% ../nbs/08c_tasks.ipynb #f9158676
 TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, order, **settings) -> dict
@@ -463,11 +464,54 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_exa
 
 register_task("py-docstring2ast", _docstring_task, replace=True)
 
+# %% ../nbs/08c_tasks.ipynb #e14628e8
+_KEY_KINDS = (int(NodeKind.KEY), int(NodeKind.LIST_KEY))
+YAML_TARGETS, NODE_KINDS = ("bigram", "trigram"), ("unmasked", "none")
+
+def _resource_kind(t:Tree) -> str:
+    "The value of a document's top-level `kind:` key (`Deployment`, `Service`, ...), else `-`."
+    for i in np.flatnonzero(t.parent == 0).tolist():
+        if t.labels[i] == "kind":
+            v = np.flatnonzero(t.parent == i)
+            if len(v) == 1 and not (t.parent == v[0]).any(): return str(t.labels[v[0]])
+    return "-"
+
+def yaml_targets(t:Tree, # a document from `yaml_trees` (root `<doc>`)
+                 target:str="bigram", # "bigram" (`parent::key`) or "trigram" (`kind::parent::key`, the resource kind)
+                ) -> list[str]: # one per node (meaningful at keys)
+    "The label of every node if it is masked: `parent::key`, or `kind::parent::key` with the document's resource kind."
+    if target not in YAML_TARGETS: raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
+    par, head = np.maximum(t.parent, 0), "" if target == "bigram" else _resource_kind(t) + "::"
+    return [f"{head}{t.labels[par[i]]}::{t.labels[i]}" for i in range(len(t))]
+
+def yaml_example(t:Tree, # a document from `yaml_trees`
+                 kinds:np.ndarray, # its `NodeKind` per node
+                 mask:np.ndarray, # bool per node: the keys to mask
+                 src_vocab:SeqVocab, tgt_vocab:SeqVocab, # the task's vocabularies (unknown: `<unk>`)
+                 target:str="bigram", # see `yaml_targets`
+                 node_kinds:str="unmasked", # "unmasked": a masked node's kind reads KEY; "none": every kind reads KEY
+                 meta:dict|None=None, # kept on the example
+                ) -> Example:
+    "One `yaml-keys` example: masked keys read `<mask>` and are labelled with their target; other labels are -100."
+    if node_kinds not in NODE_KINDS: raise ValueError(f"node_kinds must be 'unmasked' or 'none', got {node_kinds!r}")
+    if mask.shape != (len(t),) or not np.isin(kinds[mask], _KEY_KINDS).all():
+        raise ValueError(f"mask must be a bool per node ({len(t)}) that masks keys only")
+    ids = src_vocab.encode(t.labels, unknown="unk"); ids[mask] = src_vocab.encode(["<mask>"])[0]
+    labels = np.full(len(t), -100, np.int64)
+    labels[mask] = tgt_vocab.encode([x for x, m in zip(yaml_targets(t, target), mask) if m], unknown="unk")
+    seen = np.where(mask | (node_kinds == "none"), int(NodeKind.KEY), kinds)     # no encoder sees a masked node's kind
+    return Example(t, None, ids, labels, kinds=seen, meta=dict(meta or {}, resource_kind=_resource_kind(t)))
+
 # %% ../nbs/08c_tasks.ipynb #327904f1
+def _doc_hash(d) -> bytes:
+    "A document as the model reads it (labels, shape, node kinds): equal hashes, identical inputs."
+    t = d["tree"]
+    return hashlib.sha256(repr((t.labels, t.parent.tolist(), t.slot.tolist(), d["kinds"].tolist())).encode()).digest()
+
 def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram", mask_prob:float=0.15,
-               min_count:int=2, max_example_nodes:int=512):
-    if target not in ("bigram", "trigram"):
-        raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
+               min_count:int=2, max_example_nodes:int=512, node_kinds:str="unmasked"):
+    if target not in YAML_TARGETS: raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
+    if node_kinds not in NODE_KINDS: raise ValueError(f"node_kinds must be 'unmasked' or 'none', got {node_kinds!r}")
     root = Path(corpus) if corpus is not None else YAML_SAMPLE
     if not root.exists():
         raise ValueError(
@@ -478,28 +522,28 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
     rows = [[], [], []]
     for d in docs:                                                  # split by file: one file, one split
         u = int.from_bytes(hashlib.sha256(d["file"].encode()).digest()[:8], "big") / 2 ** 64
-        if (np.isin(d["kinds"][1:], [int(NodeKind.KEY), int(NodeKind.LIST_KEY)])).any():
+        if (np.isin(d["kinds"][1:], _KEY_KINDS)).any():
             rows[int(np.searchsorted(frac, u, side="right"))].append(d)
     if not rows[0]:
         raise ValueError(f"yaml-keys: no document with a key in the training split (the corpus at {root} has "
                          f"{report['files']} files, {report['documents']} documents, {sum(map(len, rows))} with keys; "
                          f"files are split by a hash of their path): pass a corpus with more YAML mappings")
+    removed = {}
     for k in range(3):
+        if k:                                                       # disjoint: no dev/test document equals a train one
+            before, rows[k] = len(rows[k]), [d for d in rows[k] if _doc_hash(d) not in train]
+            removed[("dev", "test")[k - 1]] = before - len(rows[k])
         if len(rows[k]) > sizes[k]:
             rows[k] = [
                 rows[k][i]
                 for i in np.sort(task_rng(seed, "yaml-keys", k).choice(len(rows[k]), sizes[k], replace=False))
             ]
-    def targets(d):
-        t, kinds = d["tree"], d["kinds"]
-        par = np.maximum(t.parent, 0)
-        return [f"{t.labels[par[i]]}::{t.labels[i]}" if target == "bigram" else
-                f"{NodeKind(int(kinds[i])).name}::{t.labels[par[i]]}::{t.labels[i]}" for i in range(len(t))]
+        if not k: train = {_doc_hash(d) for d in rows[0]}
     tok_counts, tgt_counts = Counter(), Counter()
     for d in rows[0]:
         tok_counts.update(d["tree"].labels)
-        keys = np.isin(d["kinds"], [int(NodeKind.KEY), int(NodeKind.LIST_KEY)]); keys[0] = False
-        tgt_counts.update(x for x, k in zip(targets(d), keys) if k)
+        keys = np.isin(d["kinds"], _KEY_KINDS); keys[0] = False
+        tgt_counts.update(x for x, k in zip(yaml_targets(d["tree"], target), keys) if k)
     counted = SeqVocab.from_counts(tok_counts, min_count).tokens
     src_vocab = SeqVocab(["<mask>", "<doc>", *(t for t in counted if t not in ("<mask>", "<doc>"))])
     tgt_vocab = SeqVocab.from_counts(tgt_counts, min_count)
@@ -509,21 +553,19 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
         examples = []
         for d in split:
             t, kinds = d["tree"], d["kinds"]
-            keys = np.isin(kinds, [int(NodeKind.KEY), int(NodeKind.LIST_KEY)]); keys[0] = False
+            keys = np.isin(kinds, _KEY_KINDS); keys[0] = False
             mask = keys & (rng.random(len(t)) < mask_prob)
             if not mask.any(): mask[rng.choice(np.flatnonzero(keys))] = True       # at least one masked key
-            ids = src_vocab.encode(t.labels, unknown="unk"); ids[mask] = src_vocab.encode(["<mask>"])[0]
-            labels = np.full(len(t), -100, np.int64)
-            labels[mask] = tgt_vocab.encode([x for x, m in zip(targets(d), mask) if m], unknown="unk")
-            examples.append(
-                Example(t, None, ids, labels, kinds=kinds, meta=dict(file=d["file"], doc=d["doc"]))
-            )
+            examples.append(yaml_example(t, kinds, mask, src_vocab, tgt_vocab, target, node_kinds,
+                                         dict(file=d["file"], doc=d["doc"])))
         splits.append(examples)
     n = max(int(e.src.slot.max()) + 1 for s in splits for e in s if len(e.src) > 1)
+    with_kind = [sum(e.meta["resource_kind"] != "-" for e in s) for s in splits]
     return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="tree", target="labels", n=n,
                 src_order="dfs", tgt_order="dfs",
                 info=dict(report, corpus=str(root), target=target, mask_prob=mask_prob, min_count=min_count,
-                          max_example_nodes=max_example_nodes,
+                          max_example_nodes=max_example_nodes, node_kinds=node_kinds, duplicates_removed=removed,
+                          with_resource_kind=dict(zip(("train", "dev", "test"), with_kind)),
                           licence="Apache-2.0 and MIT-0 (see treepe_nb/data/yaml/NOTICE)"))
 
 register_task("yaml-keys", _yaml_task, replace=True)
