@@ -265,7 +265,7 @@ class PositionMaps:
         if shape != (*lead, L):
             raise ValueError(f"positions of shape {tuple(self.index.shape)} do not fit x {tuple(x.shape)}: "
                              f"expected [..., length] broadcastable to {(*lead, L)}")
-        if math.prod(shape) * H * d * d <= self.dense_limit:     # small batches: a matrix per token, gathered once
+        if math.prod(shape) // len(xs) * H * d * d <= self.dense_limit:   # small batches: a matrix per token, gathered once
             if "dense" not in self._layouts: self._layouts["dense"] = self.full().movedim(-3, -4).contiguous()
             M = self._layouts["dense"]                            # [*index lead, H, L, d, d]
             y = (M * x.to(M.dtype)[..., None, :]).sum(-1)         # [*lead, H, L, d]
