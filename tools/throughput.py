@@ -1,6 +1,6 @@
 """Throughput before and after (issue "Throughput"): the same measurements run on an older checkout of the package
 (the baseline) and on this one, in alternating fresh processes (one torch thread each) so that the machine's load
-hits both alike; medians per side and their ratio. Written to `nbs/results/benchmarks/throughput.json`, which
+hits both alike; medians per side and their ratio. Written to `nbs/results/benchmarks/throughput/before_after.json`, which
 chapter 11 reads.
 
     python tools/throughput.py                          # baseline: commit e3e3ef7, extracted with `git archive`
@@ -23,7 +23,7 @@ import argparse, datetime, json, os, platform, statistics, subprocess, sys, temp
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "nbs/results/benchmarks/throughput.json"
+OUT = ROOT / "nbs/results/benchmarks/throughput/before_after.json"   # a subfolder: not one of `BENCHMARKS`
 CELL = ("table2b", "tree-rotate-dfs-ape-tree-s0")
 
 
