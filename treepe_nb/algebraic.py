@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_algebraic.ipynb #b42bed10
 from __future__ import annotations
-import math
+import contextlib, math
 import operator
 from dataclasses import dataclass, field
 import torch
@@ -229,6 +229,7 @@ class PositionMaps:
     maps: Tensor
     index: Tensor
     _layouts: dict = field(default_factory=dict, repr=False)
+    dense_limit: int = 2 ** 15   # per-token maps up to this many elements (e.g. decoding): gathered once, no layout
 
     @property
     def num_heads(self) -> int: return self.maps.shape[1]
@@ -264,11 +265,16 @@ class PositionMaps:
         if shape != (*lead, L):
             raise ValueError(f"positions of shape {tuple(self.index.shape)} do not fit x {tuple(x.shape)}: "
                              f"expected [..., length] broadcastable to {(*lead, L)}")
-        if shape not in self._layouts:                            # shared by queries, keys and every layer
-            lay = _layout(self.index.expand(shape).reshape(-1), len(self.maps), H, L)
-            ordered = self.maps if lay.order is None else _take(self.maps, lay.order)
-            self._layouts[shape] = lay, ordered
-        y = _apply_grouped(*reversed(self._layouts[shape]), x)
+        if math.prod(shape) // len(xs) * H * d * d <= self.dense_limit:   # small batches: a matrix per token, gathered once
+            if "dense" not in self._layouts: self._layouts["dense"] = self.full().movedim(-3, -4).contiguous()
+            M = self._layouts["dense"]                            # [*index lead, H, L, d, d]
+            y = (M * x.to(M.dtype)[..., None, :]).sum(-1)         # [*lead, H, L, d]
+        else:
+            if shape not in self._layouts:                        # shared by queries, keys and every layer
+                lay = _layout(self.index.expand(shape).reshape(-1), len(self.maps), H, L)
+                self._layouts[shape] = lay, self.maps if lay.order is None else _take(self.maps, lay.order)
+            y = _apply_grouped(*reversed(self._layouts[shape]), x)
+        y = y.to(x.dtype)
         return y if len(xs) == 1 else tuple(y.unbind(0))
 
 # %% ../nbs/04_algebraic.ipynb #d63e5f8d
@@ -325,15 +331,25 @@ class OrthogonalPE(nn.Module):
         self.entries = nn.Parameter(entries.to(dtype or torch.get_default_dtype()))
         self.register_buffer("_cache", None, persistent=False)   # float64 generators, reused in eval mode
         self._cache_of = None                                    # the parameter values they were computed from
+        self._shared = None                                      # inside `shared_generators`: [] or [G]
 
     def _exponentials(self) -> Tensor: # `[n_gen, heads, dim, dim]` in float64
         "`exp(skew(entries))` in float64, from one `matrix_exp` call; reused in eval mode without autograd while the values are unchanged."
         p = self.entries
         reuse = not self.training and not (torch.is_grad_enabled() and p.requires_grad) and not torch.compiler.is_compiling()
         if reuse and self._cache is not None and _same_values(self._cache_of, p): return self._cache
+        if self._shared: return self._shared[0]
         G = torch.linalg.matrix_exp(skew(p.to(torch.float64), self.head_dim))
         if reuse: self._cache, self._cache_of = G, p.detach().clone()
+        if self._shared is not None: self._shared.append(G)
         return G
+
+    @contextlib.contextmanager
+    def shared_generators(self):
+        "Within the block every `prepare` uses one `generators()` (one `matrix_exp`, one autograd node), e.g. encoder and decoder of one forward."
+        outer, self._shared = self._shared, [] if self._shared is None else self._shared   # nested: the outer's
+        try: yield self
+        finally: self._shared = outer
 
     def generators(self) -> Tensor: # `[n_gen, heads, dim, dim]` in the work dtype (float32 at least)
         "All generators, from one `matrix_exp` call in float64; in eval mode without autograd, cached while the parameter values are unchanged."

@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_model.ipynb #d064dcfc
 from __future__ import annotations
-import math, numbers
+import contextlib, math, numbers
 from dataclasses import dataclass, fields
 from typing import Sequence
 import torch
@@ -15,6 +15,7 @@ from .trees import Tree, TreePositions, batch_positions, check_order
 from .attention import (ENCODINGS, check_encoding, check_heads, check_reads, positions_modality,
                                  PositionEncoding, PreparedPositions, MultiHeadAttention, KVCache)
 from .tracking import ArityVocab, TreeTracker
+from .algebraic import OrthogonalPE
 
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'check_number', 'ModelConfig', 'TransformerConfig', 'EncoderLayer', 'DecoderLayer', 'Transformer',
@@ -305,13 +306,16 @@ class Transformer(nn.Module):
                 src_kinds:Tensor|None=None, tgt_kinds:Tensor|None=None, # node kinds (additive encoding)
                ) -> Tensor: # `[B, T, tgt_vocab]`, or `[B, S, num_labels]` without targets
         "Teacher-forced logits of the targets, or the encoder head's per-token logits."
-        memory, mask, prep = self.encode(src_ids, src_pos, src_kinds)
-        if tgt_ids is None:
-            if self.head is None:
-                raise ValueError("this model has no encoder head: pass num_labels, or give targets")
-            return self.head(memory)
-        if tgt_pos is None: raise ValueError("tgt_pos is missing: give the positions of tgt_ids")
-        return self.decode(tgt_ids, tgt_pos, memory, mask, prep, tgt_kinds)
+        with contextlib.ExitStack() as shared:      # an encoding used by both sides computes its generators once
+            for m in {id(m): m for e in (self.src_encoding, self.tgt_encoding) if e is not None
+                      for m in e.modules() if isinstance(m, OrthogonalPE)}.values(): shared.enter_context(m.shared_generators())
+            memory, mask, prep = self.encode(src_ids, src_pos, src_kinds)
+            if tgt_ids is None:
+                if self.head is None:
+                    raise ValueError("this model has no encoder head: pass num_labels, or give targets")
+                return self.head(memory)
+            if tgt_pos is None: raise ValueError("tgt_pos is missing: give the positions of tgt_ids")
+            return self.decode(tgt_ids, tgt_pos, memory, mask, prep, tgt_kinds)
 
 # %% ../nbs/07_model.ipynb #d986951e
 @dataclass(eq=False)

@@ -367,7 +367,8 @@ def train(cfg:TrainConfig, # the run's settings
         ck = _prepare_folder(out, cfg, resume, overwrite)
         task, model = build(cfg)
         model.to(device)
-        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                fused=device.type in ("cpu", "cuda"))      # one kernel for all parameters
         sched = warmup_cosine(opt, cfg.warmup, cfg.steps)
         step, best, best_step, since_best, early = 0, None, None, 0, None
         if ck is not None:

@@ -1,0 +1,223 @@
+"""Throughput before and after (issue "Throughput"): the same measurements run on an older checkout of the package
+(the baseline) and on this one, in alternating fresh processes (one torch thread each) so that the machine's load
+hits both alike; medians per side and their ratio. Written to `nbs/results/benchmarks/throughput/before_after.json`, which
+chapter 11 reads.
+
+    python tools/throughput.py                          # baseline: commit e3e3ef7, extracted with `git archive`
+    python tools/throughput.py --baseline DIR --rounds 3 --cell-steps 1000
+    python tools/throughput.py --only cell decode       # some measurements (the others are kept from the file)
+
+Measurements (each worker imports `treepe_nb` from its side's folder):
+* `cell`: chapter 10's table2b cell tree-rotate-dfs-ape-tree-s0 end to end (`run_cell`: training, dev evaluations,
+  test decoding), its loss curve kept to compare the two sides;
+* `paper_step`: one forward + backward + AdamW step at the APE paper's size (d_model 512, 8 heads, 2 + 2 layers,
+  64 tree-copy trees), with the FLOPs of forward + backward counted by `torch.utils.flop_counter`;
+* `decode`: greedy `generate` at batch 1 of the same model (ape-tree, untrained, nudged to grow 64-node trees);
+* `tracker`: `TreeTracker.step` at batch 1 against one `PythonTracker` (chapter 11's per-sequence baseline);
+* `floor` (this checkout only): one small op, one Python call, a 1024^3 matmul, and the cell step's op count and
+  FLOPs, i.e. what the hardware and PyTorch's dispatch allow.
+"""
+from __future__ import annotations
+
+import argparse, datetime, json, os, platform, statistics, subprocess, sys, tempfile, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "nbs/results/benchmarks/throughput/before_after.json"   # a subfolder: not one of `BENCHMARKS`
+CELL = ("table2b", "tree-rotate-dfs-ape-tree-s0")
+
+
+# ---------------------------------------------------------------- workers (run in a fresh process, one thread)
+def _paper(pe="ape-tree", batch=64):
+    from treepe_nb.train import TrainConfig, build
+    from treepe_nb.tasks import TaskConfig
+    from treepe_nb.model import ModelConfig
+    cfg = TrainConfig(TaskConfig("tree-copy", order="dfs", sizes=(batch, 1, 1), preset="paper", seed=0),
+                      ModelConfig(pe=pe, d_model=512, num_heads=8, enc_layers=2, dec_layers=2), batch_size=batch)
+    task, model = build(cfg)
+    return task, model, task.collate(list(task.train))
+
+
+def work_cell(args):
+    from treepe_nb.experiments import grid_configs, run_cell
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = grid_configs(CELL[0], (0,), tmp, threads=1, steps=args.cell_steps)[CELL[1]]
+        t0 = time.perf_counter()
+        rec = run_cell(cfg, Path(tmp) / "cell.json")
+        total = time.perf_counter() - t0
+    return {"seconds": total, "train_seconds": rec["seconds"], "train_loss": rec["train_loss"],
+            "test_exact_match": rec["test"]["exact_match"]}
+
+
+def _adamw(model, fused):
+    import torch
+    return torch.optim.AdamW(model.parameters(), lr=1e-4, **({"fused": True} if fused else {}))
+
+
+def work_paper_step(args):
+    import torch
+    from treepe_nb.train import batch_loss
+    task, model, b = _paper()
+    opt = _adamw(model, args.fused)
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss, count, _ = batch_loss(model, b)
+        (loss / count).backward(); opt.step()
+    step()                                                      # warm-up: the optimizer's state exists now
+    times = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter(); step(); times.append(time.perf_counter() - t0)
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False) as fc:
+        loss, count, _ = batch_loss(model, b); (loss / count).backward()
+    return {"seconds": min(times), "times": times, "flops": fc.get_total_flops(),
+            "tokens": int(b.src_mask.sum() + b.tgt_mask.sum()), "src_length": int(b.src_ids.shape[1]),
+            "tgt_length": int(b.tgt_ids.shape[1])}
+
+
+def work_decode(args):
+    import torch
+    task, model, b = _paper(batch=1)
+    model.eval()
+    vocab = task.tgt_vocab
+    grow = 20.0 * (torch.as_tensor(vocab.arity) == 2).float()          # untrained: favour binary nodes
+    model.generator.register_forward_hook(lambda m, a, out: out + grow.to(out.dtype))
+    def run():
+        with torch.no_grad(): return model.generate(b.src_ids, b.src_pos, vocab, "dfs", max_output_nodes=64)
+    run()
+    times, tokens = [], 0
+    for _ in range(args.repeat):
+        t0 = time.perf_counter(); out = run(); times.append(time.perf_counter() - t0)
+        tokens = sum(len(o) for o in out)
+    return {"seconds": min(times), "tokens": tokens, "tokens_per_s": tokens / min(times)}
+
+
+def work_tracker(args):
+    import numpy as np, torch
+    from treepe_nb.benchmarks import PythonTracker, child_slot_table
+    from treepe_nb.tracking import TreeTracker
+    from treepe_nb.trees import Tree
+    n_nodes = 63
+    tree = Tree.from_parents(list(range(n_nodes)), np.r_[-1, np.arange(n_nodes - 1) // 2])   # complete binary, 63 nodes
+    slots = child_slot_table(tree, "dfs")[None]                         # [1, steps, 2]
+    rows = [[s for s, h in enumerate(r) if h] for r in slots[0].tolist()]
+    def lib():
+        tr = TreeTracker("dfs", 1, 2, 8, max_nodes=n_nodes)
+        for t in range(n_nodes): pos = tr.step(slots[:, t])
+        return pos
+    def python():                                   # one per-sequence tracker, its position as a tensor per step
+        tr = PythonTracker("dfs")
+        for r in rows:
+            tr.step(r)
+            pos = torch.tensor([list(tr.current or ()) + [-1] * (8 - len(tr.current or ()))])
+        return pos
+    out = {}
+    for name, f in (("tracker", lib), ("python", python)):
+        f(); best = min(_timed(f) for _ in range(args.repeat * 5))
+        out[name + "_step_us"] = best / n_nodes * 1e6
+    out["seconds"] = out["tracker_step_us"] * 1e-6
+    return out
+
+
+def _timed(f):
+    t0 = time.perf_counter(); f(); return time.perf_counter() - t0
+
+
+def work_floor(args):
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import FlopCounterMode
+    from treepe_nb.experiments import grid_configs
+    from treepe_nb.train import build, batch_loss
+    def per_call(f, n):
+        f(); t0 = time.perf_counter()
+        for _ in range(n): f()
+        return (time.perf_counter() - t0) / n
+    x, a = torch.ones(8), torch.randn(1024, 1024)
+    def nothing(): return None
+    out = {"op_s": min(per_call(lambda: x.add(1), 20000) for _ in range(3)),
+           "python_call_s": min(per_call(nothing, 200000) for _ in range(3)),
+           "matmul_1024_s": min(per_call(lambda: a @ a, 5) for _ in range(3))}
+    out["peak_gflops"] = 2 * 1024 ** 3 / out["matmul_1024_s"] / 1e9
+    cfg = grid_configs(CELL[0], (0,), tempfile.gettempdir(), threads=1)[CELL[1]]
+    task, model = build(cfg)
+    batch = task.collate(list(task.train)[:cfg.batch_size])
+    class Count(TorchDispatchMode):
+        ops = 0
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.ops += 1
+            return func(*args, **(kwargs or {}))
+    with Count(), FlopCounterMode(display=False) as fc:
+        loss, count, _ = batch_loss(model, batch); (loss / count).backward()
+    out.update(cell_step_ops=Count.ops, cell_step_flops=fc.get_total_flops())
+    out["cell_step_floor_s"] = out["cell_step_flops"] / (out["peak_gflops"] * 1e9) + Count.ops * out["op_s"]
+    out["seconds"] = out["cell_step_floor_s"]
+    return out
+
+
+WORKERS = {"cell": work_cell, "paper_step": work_paper_step, "decode": work_decode, "tracker": work_tracker,
+           "floor": work_floor}
+
+
+# ---------------------------------------------------------------- orchestration
+def _run_worker(root: Path, name: str, args, fused: bool) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--cell-steps", str(args.cell_steps),
+           "--repeat", str(args.repeat)] + (["--fused"] if fused else [])
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
+    if done.returncode: sys.exit(f"worker {name} in {root} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _baseline(args, tmp: str) -> Path:
+    if args.baseline: return Path(args.baseline)
+    dest = Path(tmp) / "baseline"; dest.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline_commit, "treepe_nb"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", choices=list(WORKERS), help=argparse.SUPPRESS)
+    ap.add_argument("--fused", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--baseline", help="a folder holding the baseline's treepe_nb/ (default: --baseline-commit)")
+    ap.add_argument("--baseline-commit", default="e3e3ef7", help="the commit measured as 'before'")
+    ap.add_argument("--rounds", type=int, default=2, help="alternated rounds (one process per side each)")
+    ap.add_argument("--repeat", type=int, default=2, help="timed repeats inside a process (the best is kept)")
+    ap.add_argument("--cell-steps", type=int, default=1000, help="training steps of the chapter-10 cell")
+    ap.add_argument("--only", nargs="+", choices=list(WORKERS), help="run only these measurements")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    if args.worker:
+        import torch
+        torch.set_num_threads(1)
+        print(json.dumps(WORKERS[args.worker](args)))
+        return {}
+    record = json.loads(args.out.read_text()) if args.out.exists() and args.only else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        sides = {"before": _baseline(args, tmp), "after": ROOT}
+        for name in args.only or list(WORKERS):
+            runs = {"before": [], "after": []}
+            for r in range(args.rounds if name != "floor" else 1):
+                for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
+                    if name == "floor" and side == "before": continue
+                    # the optimizer each side's `train` uses: plain AdamW before, fused after
+                    runs[side].append(_run_worker(sides[side], name, args, fused=side == "after"))
+                    print(name, side, {k: v for k, v in runs[side][-1].items() if k not in ("train_loss", "times")},
+                          file=sys.stderr, flush=True)
+            med = {s: statistics.median(x["seconds"] for x in v) for s, v in runs.items() if v}
+            record[name] = {"runs": runs, "median_seconds": med,
+                            "speedup": med["before"] / med["after"] if "before" in med else None,
+                            "settings": {"rounds": args.rounds, "repeat": args.repeat, "cell_steps": args.cell_steps,
+                                         "baseline": args.baseline or args.baseline_commit}}
+    record["machine"] = {"cpu_threads": os.cpu_count(), "python": platform.python_version(),
+                         "torch_threads": 1, "load_average_1min": round(os.getloadavg()[0], 2),
+                         "measured": datetime.datetime.now().isoformat(timespec="seconds")}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+if __name__ == "__main__": main()
