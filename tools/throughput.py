@@ -13,7 +13,8 @@ Measurements (each worker imports `treepe_nb` from its side's folder):
 * `paper_step`: one forward + backward + AdamW step at the APE paper's size (d_model 512, 8 heads, 2 + 2 layers,
   64 tree-copy trees), with the FLOPs of forward + backward counted by `torch.utils.flop_counter`;
 * `decode`: greedy `generate` at batch 1 of the same model (ape-tree, untrained, nudged to grow 64-node trees);
-* `tracker`: `TreeTracker.step` at batch 1 against one `PythonTracker` (chapter 11's per-sequence baseline);
+* `tracker`: `TreeTracker.step` at batch 1 against one `PythonTracker` (chapter 11's per-sequence baseline), each fed
+  its per-step input ready-made (a `[1, n]` tensor, a list of slots) and building the position tensor the decoder reads;
 * `floor` (this checkout only): one small op, one Python call, a 1024^3 matmul, and the cell step's op count and
   FLOPs, i.e. what the hardware and PyTorch's dispatch allow.
 """
@@ -101,9 +102,10 @@ def work_tracker(args):
     tree = Tree.from_parents(list(range(n_nodes)), np.r_[-1, np.arange(n_nodes - 1) // 2])   # complete binary, 63 nodes
     slots = child_slot_table(tree, "dfs")[None]                         # [1, steps, 2]
     rows = [[s for s, h in enumerate(r) if h] for r in slots[0].tolist()]
+    cols = [slots[:, t] for t in range(n_nodes)]                      # each side gets its input ready-made
     def lib():
         tr = TreeTracker("dfs", 1, 2, 8, max_nodes=n_nodes)
-        for t in range(n_nodes): pos = tr.step(slots[:, t])
+        for c in cols: pos = tr.step(c)
         return pos
     def python():                                   # one per-sequence tracker, its position as a tensor per step
         tr = PythonTracker("dfs")
