@@ -362,7 +362,7 @@ class TreeTracker:
              & ((arity == 0) | ~self._leaf_only[:, None])
         return x.tensor(x.where(self._done[:, None], (ids == vocab.pad) | (ids == vocab.end), ok))
 
-# %% ../nbs/03_tracking.ipynb #6c6272df
+# %% ../nbs/03_tracking.ipynb #e868e3bd
 class _RowTracker(TreeTracker):
     "`TreeTracker` for small batches on the CPU: the same state kept as Python lists and ints, one Python step per row."
     def __init__(self, order="dfs", batch_size=1, n=2, max_depth=32, max_nodes=4096, errors="raise", device=None,
