@@ -229,3 +229,14 @@ def test_small_batch_picks_the_python_state():
         TreeTracker(backend="list")
     with pytest.raises(ValueError, match="would hold 9.3 GiB of state"):          # the same limits, checked up front
         TreeTracker("bfs", 1, 2, max_depth=100_000, max_nodes=100_000)
+
+
+def test_copies_keep_their_kind_of_state():
+    import copy, pickle
+    for backend in ("python", "numpy", "torch"):
+        tr = TreeTracker("bfs", 2, 2, 4, backend=backend)
+        tr.step(torch.tensor([[True, True], [False, True]]))
+        for twin in (copy.deepcopy(tr), pickle.loads(pickle.dumps(tr))):
+            assert type(twin) is type(tr) and twin.position == tr.position
+            twin.step(torch.tensor([[False, False], [False, False]]))
+            assert twin.emitted.tolist() == [2, 2] and tr.emitted.tolist() == [1, 1]

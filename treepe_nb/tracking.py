@@ -209,6 +209,8 @@ class TreeTracker:
         cpu = device is None or torch.device(device).type == "cpu"
         if cls is TreeTracker and (backend == "python" or backend is None and small and cpu): cls = _RowTracker
         return object.__new__(cls)
+    def __getnewargs_ex__(self):                                    # copies and pickles keep their kind of state
+        return (), {"backend": "python" if self._x is None else "numpy" if self._x.numpy else "torch"}
 
     def __init__(self, order:str="dfs", # "dfs" (preorder) or "bfs" (level order): the generation order
                  batch_size:int=1, # trees generated together
@@ -362,7 +364,7 @@ class TreeTracker:
              & ((arity == 0) | ~self._leaf_only[:, None])
         return x.tensor(x.where(self._done[:, None], (ids == vocab.pad) | (ids == vocab.end), ok))
 
-# %% ../nbs/03_tracking.ipynb #74b6ade5
+# %% ../nbs/03_tracking.ipynb #4b198058
 class _RowTracker(TreeTracker):
     "`TreeTracker` for small batches on the CPU: the same state kept as Python lists and ints, one Python step per row."
     def __init__(self, order="dfs", batch_size=1, n=2, max_depth=32, max_nodes=4096, errors="raise", device=None,
