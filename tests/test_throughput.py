@@ -71,3 +71,38 @@ def test_shared_generators_change_no_gradient():
         loss.backward()
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
     torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=1e-4)
+
+
+def test_decoding_carries_tree_maps_forward():
+    # decode_step's ape-tree path (each node's map from its parent's, kept in the state) gives the logits of the
+    # encoding's own prepare (state.tree_maps=None), with padding rows, greedy and beam search alike
+    import torch
+    from treepe_nb.model import Transformer, TransformerConfig
+    from treepe_nb.tracking import ArityVocab
+    from treepe_nb.trees import Tree, batch_positions
+    trees = [Tree.from_sexpr(s) for s in ["(f (f a b) (g a))", "(g (f a b))", "a"]]
+    vocab = ArityVocab.from_trees(trees)
+    torch.manual_seed(0)
+    m = Transformer(TransformerConfig(len(vocab), len(vocab), d_model=16, num_heads=2, enc_layers=1, dec_layers=1,
+                                      dropout=0.0, src_pe="ape-tree", tgt_pe="ape-tree", n=vocab.n)).eval()
+    ids = torch.nn.utils.rnn.pad_sequence([vocab.encode(t) for t in trees], batch_first=True)
+    pos = batch_positions(trees, "dfs", max_depth=m.cfg.max_depth)
+    with torch.no_grad():
+        memory = m.encode(ids, pos)
+        fast, slow = m.start_decoding(*memory), m.start_decoding(*memory)
+        slow.tree_maps = None
+        assert fast.tree_maps == {}
+        for t in range(ids.shape[1]):
+            a, b = m.decode_step(fast, ids[:, t], pos[:, t]), m.decode_step(slow, ids[:, t], pos[:, t])
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    distinct = {tuple(p[:d].tolist()) for p, d in zip(pos.paths.reshape(-1, pos.max_depth), pos.depth.reshape(-1)) if d >= 0}
+    assert set(fast.tree_maps) - {"G"} == distinct                      # one map per distinct node, none twice
+    for beam in (None, 2):
+        out = m.generate(ids, pos, vocab, beam=beam, max_output_nodes=9)
+        start = Transformer.start_decoding
+        def no_memo(self, *a):
+            state = start(self, *a); state.tree_maps = None; return state
+        Transformer.start_decoding = no_memo
+        try: ref = m.generate(ids, pos, vocab, beam=beam, max_output_nodes=9)
+        finally: Transformer.start_decoding = start
+        assert out == ref

@@ -19,7 +19,7 @@ def padded_ids(vocab, trees, order):
 
 @settings(max_examples=40, deadline=None)
 @given(trees=st.lists(random_trees(max_nodes=30, labels="abc"), min_size=1, max_size=5), binarize=st.booleans(),
-       order=st.sampled_from(["dfs", "bfs"]), backend=st.sampled_from(["numpy", "torch"]))
+       order=st.sampled_from(["dfs", "bfs"]), backend=st.sampled_from(["numpy", "torch", "python"]))
 def test_teacher_forcing_reproduces_positions_and_decoding_inverts_encoding(trees, binarize, order, backend):
     if binarize: trees = [t.lcrs() for t in trees]
     vocab = ArityVocab.from_trees(trees)
@@ -38,7 +38,7 @@ def test_teacher_forcing_reproduces_positions_and_decoding_inverts_encoding(tree
 
 @settings(max_examples=30, deadline=None)
 @given(order=st.sampled_from(["dfs", "bfs"]), max_depth=st.integers(1, 4), max_nodes=st.integers(1, 20),
-       seed=st.integers(0, 2**31 - 1), backend=st.sampled_from(["numpy", "torch"]))
+       seed=st.integers(0, 2**31 - 1), backend=st.sampled_from(["numpy", "torch", "python"]))
 def test_sampling_within_allowed_always_completes_within_limits(order, max_depth, max_nodes, seed, backend):
     vocab = ArityVocab([("f", (0, 1)), ("g", (1,)), ("h", (0,)), ("x", ())], n=2)
     g = torch.Generator().manual_seed(seed)
@@ -116,7 +116,7 @@ def test_deep_limit_state_is_linear_in_max_depth(backend):
 
 @settings(max_examples=40, deadline=None)
 @given(order=st.sampled_from(["dfs", "bfs"]), n=st.integers(1, 4), max_depth=st.integers(0, 5),
-       max_nodes=st.integers(1, 40), seed=st.integers(0, 2**31 - 1), backend=st.sampled_from(["numpy", "torch"]))
+       max_nodes=st.integers(1, 40), seed=st.integers(0, 2**31 - 1), backend=st.sampled_from(["numpy", "torch", "python"]))
 def test_generated_positions_equal_tree_positions(order, n, max_depth, max_nodes, seed, backend):
     # random vocabulary over every child-slot pattern, tokens sampled under `allowed`: every announced position is
     # the decoded tree's own position (Tree.positions), in generation order, for every row of the batch
@@ -181,3 +181,62 @@ def test_one_node_trees():
     vocab = ArityVocab.from_trees(trees)
     for order in ("dfs", "bfs"):
         assert vocab.decode_batch(padded_ids(vocab, trees, order), order) == trees
+
+
+def tracker_state(tr, vocab):
+    "Everything a tracker tells its caller, as plain data."
+    pos = tr.position
+    return (pos.paths.tolist(), pos.depth.tolist(), pos.paths.dtype, pos.depth.dtype, tr.done.tolist(),
+            tr.failed.tolist(), tr.emitted.tolist(), tr.parent_index.tolist(), tr.open.tolist(),
+            tr.allowed(vocab).tolist())
+
+
+@settings(max_examples=60, deadline=None)
+@given(order=st.sampled_from(["dfs", "bfs"]), n=st.integers(1, 3), max_depth=st.integers(0, 4),
+       max_nodes=st.integers(1, 25), batch=st.integers(1, 5), errors=st.sampled_from(["raise", "flag"]),
+       seed=st.integers(0, 2**31 - 1))
+def test_python_state_equals_array_state(order, n, max_depth, max_nodes, batch, errors, seed):
+    # the plain-Python small-batch path and the numpy path, fed the same random steps (mostly allowed tokens, some
+    # not, beam reorders): the same positions, masks, counters and errors after every step
+    g = torch.Generator().manual_seed(seed)
+    patterns = [tuple(s for s in range(n) if m >> s & 1) for m in range(2 ** n)]
+    vocab = ArityVocab([(f"t{i}", p) for i, p in enumerate(patterns)], n=n)
+    args = (order, batch, n, max_depth, max_nodes, errors)
+    rows, arrays = TreeTracker(*args, backend="python"), TreeTracker(*args, backend="numpy")
+    assert type(rows) is not type(arrays) and isinstance(rows, TreeTracker)
+    for _ in range(max_nodes + 3):
+        assert tracker_state(rows, vocab) == tracker_state(arrays, vocab)
+        if torch.rand((), generator=g) < 0.2:
+            index = torch.randint(0, batch, (batch,), generator=g)
+            rows.reorder(index); arrays.reorder(index)
+            assert tracker_state(rows, vocab) == tracker_state(arrays, vocab)
+        mask = arrays.allowed(vocab) if torch.rand((), generator=g) < 0.85 else torch.ones(batch, len(vocab), dtype=torch.bool)
+        token = torch.multinomial(mask.float(), 1, generator=g).squeeze(1)
+        slots = vocab.child_slots(token)
+        results = []
+        for tr in (rows, arrays):
+            try: results.append(tr.step(slots))
+            except ValueError as e: results.append(str(e))
+        if isinstance(results[0], str): assert results[0] == results[1]
+        else: assert results[0] == results[1] and results[0] is rows.position
+
+
+def test_small_batch_picks_the_python_state():
+    small, big = TreeTracker("dfs", TreeTracker.small_batch), TreeTracker("dfs", TreeTracker.small_batch + 1)
+    assert type(small) is not TreeTracker and type(big) is TreeTracker
+    assert type(TreeTracker("dfs", 1, backend="numpy")) is TreeTracker
+    with pytest.raises(ValueError, match="backend must be None, 'numpy', 'torch' or 'python'"):
+        TreeTracker(backend="list")
+    with pytest.raises(ValueError, match="would hold 9.3 GiB of state"):          # the same limits, checked up front
+        TreeTracker("bfs", 1, 2, max_depth=100_000, max_nodes=100_000)
+
+
+def test_copies_keep_their_kind_of_state():
+    import copy, pickle
+    for backend in ("python", "numpy", "torch"):
+        tr = TreeTracker("bfs", 2, 2, 4, backend=backend)
+        tr.step(torch.tensor([[True, True], [False, True]]))
+        for twin in (copy.deepcopy(tr), pickle.loads(pickle.dumps(tr))):
+            assert type(twin) is type(tr) and twin.position == tr.position
+            twin.step(torch.tensor([[False, False], [False, False]]))
+            assert twin.emitted.tolist() == [2, 2] and tr.emitted.tolist() == [1, 1]

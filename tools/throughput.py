@@ -12,8 +12,10 @@ Measurements (each worker imports `treepe_nb` from its side's folder):
   test decoding), its loss curve kept to compare the two sides;
 * `paper_step`: one forward + backward + AdamW step at the APE paper's size (d_model 512, 8 heads, 2 + 2 layers,
   64 tree-copy trees), with the FLOPs of forward + backward counted by `torch.utils.flop_counter`;
-* `decode`: greedy `generate` at batch 1 of the same model (ape-tree, untrained, nudged to grow 64-node trees);
-* `tracker`: `TreeTracker.step` at batch 1 against one `PythonTracker` (chapter 11's per-sequence baseline);
+* `decode`: greedy `generate` at batch 1 of the same model (ape-tree, untrained, nudged to grow 64-node trees), and
+  the time its linear layers take (the floor at batch 1: every weight read once per token);
+* `tracker`: `TreeTracker.step` at batch 1 against one `PythonTracker` (chapter 11's per-sequence baseline), each fed
+  its per-step input ready-made (a `[1, n]` tensor, a list of slots) and building the position tensor the decoder reads;
 * `floor` (this checkout only): one small op, one Python call, a 1024^3 matmul, and the cell step's op count and
   FLOPs, i.e. what the hardware and PyTorch's dispatch allow.
 """
@@ -89,7 +91,15 @@ def work_decode(args):
     for _ in range(args.repeat):
         t0 = time.perf_counter(); out = run(); times.append(time.perf_counter() - t0)
         tokens = sum(len(o) for o in out)
-    return {"seconds": min(times), "tokens": tokens, "tokens_per_s": tokens / min(times)}
+    # the floor: time inside the linear layers (batch 1 reads every weight once per token), from one more run with
+    # a clock around each nn.Linear call
+    spent, clock = [0.0], {}
+    def before(m, a): clock[m] = time.perf_counter()
+    def after(m, a, out): spent[0] += time.perf_counter() - clock[m]
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear): m.register_forward_pre_hook(before); m.register_forward_hook(after)
+    run()
+    return {"seconds": min(times), "tokens": tokens, "tokens_per_s": tokens / min(times), "linear_seconds": spent[0]}
 
 
 def work_tracker(args):
@@ -101,9 +111,10 @@ def work_tracker(args):
     tree = Tree.from_parents(list(range(n_nodes)), np.r_[-1, np.arange(n_nodes - 1) // 2])   # complete binary, 63 nodes
     slots = child_slot_table(tree, "dfs")[None]                         # [1, steps, 2]
     rows = [[s for s, h in enumerate(r) if h] for r in slots[0].tolist()]
+    cols = [slots[:, t] for t in range(n_nodes)]                      # each side gets its input ready-made
     def lib():
         tr = TreeTracker("dfs", 1, 2, 8, max_nodes=n_nodes)
-        for t in range(n_nodes): pos = tr.step(slots[:, t])
+        for c in cols: pos = tr.step(c)
         return pos
     def python():                                   # one per-sequence tracker, its position as a tensor per step
         tr = PythonTracker("dfs")
@@ -178,6 +189,12 @@ def _baseline(args, tmp: str) -> Path:
     return dest
 
 
+def _describe() -> str:
+    "The commit measured as 'after' (with '+changes' when the working tree differs from it)."
+    git = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()
+    return git("rev-parse", "--short", "HEAD") + ("+changes" if git("status", "--porcelain", "treepe_nb") else "")
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", choices=list(WORKERS), help=argparse.SUPPRESS)
@@ -211,7 +228,8 @@ def main(argv=None) -> dict:
             record[name] = {"runs": runs, "median_seconds": med,
                             "speedup": med["before"] / med["after"] if "before" in med else None,
                             "settings": {"rounds": args.rounds, "repeat": args.repeat, "cell_steps": args.cell_steps,
-                                         "baseline": args.baseline or args.baseline_commit}}
+                                         "baseline": args.baseline or args.baseline_commit, "code": _describe(),
+                                         "measured": datetime.datetime.now().isoformat(timespec="seconds")}}
     record["machine"] = {"cpu_threads": os.cpu_count(), "python": platform.python_version(),
                          "torch_threads": 1, "load_average_1min": round(os.getloadavg()[0], 2),
                          "measured": datetime.datetime.now().isoformat(timespec="seconds")}

@@ -4,8 +4,8 @@
 
 # %% ../nbs/04_algebraic.ipynb #b42bed10
 from __future__ import annotations
-import contextlib, math
-import operator
+import contextlib, math, operator
+import numpy as np
 from dataclasses import dataclass, field
 import torch
 from torch import nn, Tensor
@@ -260,9 +260,8 @@ class PositionMaps:
         *lead, H, L, d = x.shape
         if self.index.shape[-1] != L:
             raise ValueError(f"the positions are for {self.index.shape[-1]} tokens but x {tuple(x.shape)} has length {L}")
-        try: shape = torch.broadcast_shapes(self.index.shape, (*lead, L))
-        except RuntimeError: shape = None
-        if shape != (*lead, L):
+        shape, I = (*lead, L), tuple(self.index.shape)               # (torch.broadcast_shapes costs ~50 µs a call)
+        if len(I) > len(shape) or any(a not in (1, b) for a, b in zip(I[::-1], shape[::-1])):
             raise ValueError(f"positions of shape {tuple(self.index.shape)} do not fit x {tuple(x.shape)}: "
                              f"expected [..., length] broadcastable to {(*lead, L)}")
         if math.prod(shape) // len(xs) * H * d * d <= self.dense_limit:   # small batches: a matrix per token, gathered once
@@ -500,26 +499,27 @@ class TreeAPE(OrthogonalPE):
         if not isinstance(positions, TreePositions):
             raise TypeError(f"positions must be TreePositions, got {type(positions).__name__}")
         positions.check(n=self.n, what="positions")               # slots < n, whole paths, not empty
-        G = self.generators()                                     # [n, heads, d, d]: one matrix_exp
-        depth = positions.depth.reshape(-1)
-        paths = positions.paths.reshape(len(depth), positions.paths.shape[-1])
-        index = torch.where(depth == 0, 0, -1)                    # map 0 is the root's, the identity
-        node = torch.zeros_like(depth)                            # each token's ancestor at the current level
+        G, dev = self.generators(), positions.depth.device        # [n, heads, d, d]: one matrix_exp
+        # the plan is indices only, built with numpy on the host (a numpy call costs ~1 µs, a torch call several)
+        depth = positions.depth.reshape(-1).cpu().numpy().astype(np.int64)
+        paths = positions.paths.reshape(len(depth), positions.paths.shape[-1]).cpu().numpy().astype(np.int64)
+        index = np.where(depth == 0, 0, -1)                       # map 0 is the root's, the identity
+        node = np.zeros_like(depth)                               # each token's ancestor at the current level
         plan, total, width, first = [], 1, 1, 0                   # first: row of the previous level's map 0
-        for t in range(int(depth.max())):                         # the plan: indices only, no matrices yet
-            active = torch.nonzero(depth > t).squeeze(1)
+        for t in range(int(depth.max())):
+            active = np.flatnonzero(depth > t)
             key = paths[active, t] * width + node[active]  # distinct nodes at depth t+1, by slot then parent
-            uniq, inv = torch.unique(key, return_inverse=True)
+            uniq, inv = np.unique(key, return_inverse=True)
             slot, parent = uniq // width, uniq % width + first
-            ends = torch.searchsorted(slot, torch.arange(self.n + 1, device=slot.device)).tolist()
-            plan.append([(i, total + ends[i], total + ends[i + 1], parent[ends[i]:ends[i + 1]])
+            ends = np.searchsorted(slot, np.arange(self.n + 1)).tolist()
+            plan.append([(i, total + ends[i], total + ends[i + 1], torch.from_numpy(parent[ends[i]:ends[i + 1]]).to(dev))
                          # maps(path + [i]) = maps(path) @ G_i
                          for i in range(self.n) if ends[i + 1] > ends[i]])
             node[active] = inv
             done = depth[active] == t + 1
             index[active[done]] = total + inv[done]
             first, width, total = total, len(uniq), total + len(uniq)
-        return PositionMaps(_PathProducts.apply(G, plan), index.view(positions.depth.shape))
+        return PositionMaps(_PathProducts.apply(G, plan), torch.from_numpy(index).to(dev).view(positions.depth.shape))
 
     def extra_repr(self): return f"head_dim={self.head_dim}, n={self.n}, num_heads={self.num_heads}, init={self.init!r}"
 

@@ -15,7 +15,7 @@ from .trees import Tree, TreePositions, batch_positions, check_order
 from .attention import (ENCODINGS, check_encoding, check_heads, check_reads, positions_modality,
                                  PositionEncoding, PreparedPositions, MultiHeadAttention, KVCache)
 from .tracking import ArityVocab, TreeTracker
-from .algebraic import OrthogonalPE
+from .algebraic import OrthogonalPE, PositionMaps, TreeAPE
 
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'check_number', 'ModelConfig', 'TransformerConfig', 'EncoderLayer', 'DecoderLayer', 'Transformer',
@@ -329,6 +329,7 @@ class DecoderState:
     key_positions: PreparedPositions|None = None  # positions of the target tokens so far (when needed)
     keep_positions: bool = False
     length: int = 0                             # tokens fed so far
+    tree_maps: dict|None = None                 # ape-tree targets: the map of every root path fed so far (`decode_step`)
 
     def reorder(self, index:Tensor # `[B]`: row i continues old row index[i] (within one input's beams)
                ):
@@ -347,9 +348,24 @@ def start_decoding(self:Transformer, memory:Tensor, # `[B, S, d_model]` from `en
     if self.decoder is None: raise ValueError("this model has no decoder (tgt_vocab=None)")
     keep = self.cfg.tgt_pe == "relative" or self.cfg.decay is not None
     return DecoderState(memory, memory_mask, _memory_positions(self, memory_positions),
-                        [(KVCache(), KVCache(static=True)) for _ in self.decoder], keep_positions=keep)
+                        [(KVCache(), KVCache(static=True)) for _ in self.decoder], keep_positions=keep,
+                        tree_maps={} if isinstance(self.tgt_encoding.module, TreeAPE) else None)
 
 # %% ../nbs/07_model.ipynb #7df3d2fa
+def _known_maps(ape:TreeAPE, memo:dict, positions:TreePositions) -> PositionMaps:
+    "The maps of one node per row (`positions` `[B, K]`): a node's is its parent's times the generator of its slot, the parents' kept in `memo` (root path -> map) from the earlier steps."
+    if not memo:
+        memo["G"] = G = ape.generators()                               # [n, heads, d, d], fixed while decoding
+        memo[()] = torch.eye(G.shape[-1], dtype=G.dtype, device=G.device).expand(G.shape[1:])
+    G, rows, index = memo["G"], [], []
+    for p, k in zip(positions.paths.tolist(), positions.depth.tolist()):
+        if k < 0: index.append(-1); continue                           # padding
+        for j in range(1, k + 1):                                      # missing ancestors, root first (as `prepare`)
+            if tuple(p[:j]) not in memo: memo[tuple(p[:j])] = G[p[0]] if j == 1 else memo[tuple(p[:j - 1])] @ G[p[j - 1]]
+        index.append(len(rows)); rows.append(memo[tuple(p[:k])])
+    maps = torch.stack(rows) if rows else G.new_zeros(0, *G.shape[1:])
+    return PositionMaps(maps, torch.tensor(index, device=G.device)[:, None])
+
 @patch
 def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the token each row feeds now
                 positions, # its position: LongTensor `[B]` (sequence), `[B, axes]` (grid) or TreePositions `[B, K]`
@@ -361,8 +377,15 @@ def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the
         pos = TreePositions(positions.paths[:, None], positions.depth[:, None], trusted=positions.trusted)
     else: pos = positions[:, None]
     mask = ids != self.cfg.pad_id
-    x, prep = self.tgt_encoding(self.tgt_embed(ids) * math.sqrt(self.cfg.d_model), pos, mask,
-                          None if kinds is None else kinds[:, None], offset=state.length)
+    if state.tree_maps is not None and isinstance(pos, TreePositions) and not torch.is_grad_enabled():
+        # the tree APE without autograd: what the encoding's `prepare` computes from the root, one product per token
+        enc = self.tgt_encoding                                       # (a rotation: it adds nothing to x)
+        x, maps = self.tgt_embed(ids) * math.sqrt(self.cfg.d_model), _known_maps(enc.module, state.tree_maps, positions)
+        prep = PreparedPositions("tree", torch.full_like(ids, state.length), pos.check(enc.n, enc.max_depth),
+                                 rotation=maps)
+    else:
+        x, prep = self.tgt_encoding(self.tgt_embed(ids) * math.sqrt(self.cfg.d_model), pos, mask,
+                                    None if kinds is None else kinds[:, None], offset=state.length)
     state.key_mask = mask if state.key_mask is None else torch.cat([state.key_mask, mask], 1)
     if state.keep_positions:
         state.key_positions = (

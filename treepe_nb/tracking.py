@@ -5,6 +5,7 @@
 # %% ../nbs/03_tracking.ipynb #17d33d61
 from __future__ import annotations
 import math
+from collections import deque
 from typing import Hashable, Iterable, Sequence
 import numpy as np
 import torch
@@ -150,8 +151,10 @@ class _Backend:
     "The few array operations the tracker needs, from numpy on the CPU (about 1 µs a call) or torch elsewhere."
     def __init__(self, device, backend):
         self.device = torch.device(device or "cpu")
-        if backend not in (None, "numpy", "torch"):
-            raise ValueError(f"backend must be None, 'numpy' or 'torch', got {backend!r}")
+        if backend not in (None, "numpy", "torch", "python"):
+            raise ValueError(f"backend must be None, 'numpy', 'torch' or 'python', got {backend!r}")
+        if backend == "python" and self.device.type != "cpu":
+            raise ValueError(f"the python backend runs on the CPU, not on {self.device}")
         self.numpy = (backend or ("numpy" if self.device.type == "cpu" else "torch")) == "numpy"
         if self.numpy and self.device.type != "cpu":
             raise ValueError(f"the numpy backend runs on the CPU, not on {self.device}")
@@ -180,8 +183,35 @@ def _state_bytes(order:str, B:int, n:int, K:int, max_nodes:int) -> int:
     table = B * (max_nodes + 1) * (min(K, max_nodes - 1) + 2) if order == "bfs" else 0
     return B * (C + 2) * 24 + B * (K + 2) * 9 + table
 
+def _check_tracker(order, batch_size, n, max_depth, max_nodes, errors):
+    "The arguments of a `TreeTracker`, checked before anything is allocated."
+    check_order(order)
+    if errors not in ("raise", "flag"): raise ValueError(f"errors must be 'raise' or 'flag', got {errors!r}")
+    for name, v in (("batch_size", batch_size), ("n", n), ("max_depth", max_depth), ("max_nodes", max_nodes)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+    if not (1 <= n <= 127 and max_depth >= 0 and max_nodes >= 1 and batch_size >= 1):
+        raise ValueError(f"need 1 <= n <= 127, max_depth >= 0, max_nodes >= 1, batch_size >= 1; got n={n}, "
+                         f"max_depth={max_depth}, max_nodes={max_nodes}, batch_size={batch_size}")
+    state = _state_bytes(order, batch_size, n, max_depth, max_nodes)
+    if state > _MAX_STATE_BYTES:                                # checked before anything is allocated
+        raise ValueError(f"a {order} tracker with batch_size={batch_size}, n={n}, max_depth={max_depth} and "
+                         f"max_nodes={max_nodes} would hold {state / 2**30:.1f} GiB of state (the limit is "
+                         f"{_MAX_STATE_BYTES / 2**30:.0f} GiB); pass a smaller max_depth, max_nodes or batch_size")
+
 class TreeTracker:
     "The position of the next node of a batch of trees being generated, depth-first or breadth-first, in lockstep."
+    small_batch = 32    # backend=None on the CPU: batches up to this size keep plain Python state (measured below)
+
+    def __new__(cls, order="dfs", batch_size=1, n=2, max_depth=32, max_nodes=4096, errors="raise", device=None,
+                backend=None):
+        small = isinstance(batch_size, (int, np.integer)) and batch_size <= cls.small_batch
+        cpu = device is None or torch.device(device).type == "cpu"
+        if cls is TreeTracker and (backend == "python" or backend is None and small and cpu): cls = _RowTracker
+        return object.__new__(cls)
+    def __getnewargs_ex__(self):                                    # copies and pickles keep their kind of state
+        return (), {"backend": "python" if self._x is None else "numpy" if self._x.numpy else "torch"}
+
     def __init__(self, order:str="dfs", # "dfs" (preorder) or "bfs" (level order): the generation order
                  batch_size:int=1, # trees generated together
                  n:int=2, # branching factor: child slots 0..n-1 (at most 127)
@@ -189,21 +219,9 @@ class TreeTracker:
                  max_nodes:int=4096, # node budget per tree (and the breadth-first queue's capacity)
                  errors:str="raise", # "raise": a bad step is a ValueError; "flag": the row is marked `failed`
                  device=None, # where the state and the returned positions live (default: the CPU)
-                 backend:str|None=None, # None: numpy on the CPU, torch elsewhere; "torch": always torch
+                 backend:str|None=None, # None: plain Python up to `small_batch` rows on the CPU, numpy above, torch elsewhere
                 ):
-        check_order(order)
-        if errors not in ("raise", "flag"): raise ValueError(f"errors must be 'raise' or 'flag', got {errors!r}")
-        for name, v in (("batch_size", batch_size), ("n", n), ("max_depth", max_depth), ("max_nodes", max_nodes)):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-                raise TypeError(f"{name} must be an int, got {type(v).__name__}")
-        if not (1 <= n <= 127 and max_depth >= 0 and max_nodes >= 1 and batch_size >= 1):
-            raise ValueError(f"need 1 <= n <= 127, max_depth >= 0, max_nodes >= 1, batch_size >= 1; got n={n}, "
-                             f"max_depth={max_depth}, max_nodes={max_nodes}, batch_size={batch_size}")
-        state = _state_bytes(order, batch_size, n, max_depth, max_nodes)
-        if state > _MAX_STATE_BYTES:                                # checked before anything is allocated
-            raise ValueError(f"a {order} tracker with batch_size={batch_size}, n={n}, max_depth={max_depth} and "
-                             f"max_nodes={max_nodes} would hold {state / 2**30:.1f} GiB of state (the limit is "
-                             f"{_MAX_STATE_BYTES / 2**30:.0f} GiB); pass a smaller max_depth, max_nodes or batch_size")
+        _check_tracker(order, batch_size, n, max_depth, max_nodes, errors)
         self.order, self.n, self.max_depth, self.max_nodes, self.errors = order, n, max_depth, max_nodes, errors
         self._x = x = _Backend(device, backend)
         B, K = batch_size, max_depth
@@ -277,9 +295,9 @@ class TreeTracker:
         if child_slots.dtype != torch.bool:
             raise TypeError(f"child_slots must have dtype torch.bool (True where the node has a child), got "
                             f"{child_slots.dtype}; compare an integer pattern with 0 first (`pattern != 0`)")
-        if tuple(child_slots.shape) != (B, n):
+        if child_slots.shape != (B, n):
             raise ValueError(f"child_slots must have shape [batch_size={B}, n={n}], got {list(child_slots.shape)}")
-        return self._x.array(child_slots)
+        return child_slots if self._x is None else self._x.array(child_slots)
 
     def step(self, child_slots:Tensor # `[batch, n]` bool, any device: the child slots of the node just generated
             ) -> TreePositions: # the position of the next node, as `position`
@@ -319,17 +337,21 @@ class TreeTracker:
 
     def _raise(self, has, count, bad):
         r = int(bad.nonzero()[0][0]) if self._x.numpy else int(bad.nonzero()[0, 0])
-        slots = [s for s, h in enumerate(has[r].tolist()) if h]
-        made, depth = int(self._emitted[r]), int(self._depth[r])
-        if bool(self._done[r]):
+        depth = int(self._depth[r])
+        self._step_error(r, [s for s, h in enumerate(has[r].tolist()) if h], int(self._emitted[r]), depth,
+                         bool(self._done[r]), self._path[r, 1:depth + 1].tolist(), int(self._open()[r]))
+
+    def _step_error(self, r, slots, made, depth, done, path, open_):
+        "The `ValueError` of a bad step of row `r`: `slots` its child slots, `made` its nodes, `open_` its open positions."
+        if done:
             raise ValueError(f"row {r}: the tree is already complete ({made} nodes), but got a node with children "
                              f"in slots {slots}")
-        where = f"row {r}, node {made} (path {self._path[r, 1:depth + 1].tolist()})"
-        if count[r] > 0 and depth >= self.max_depth:
+        where = f"row {r}, node {made} (path {path})"
+        if slots and depth >= self.max_depth:
             raise ValueError(f"{where} is at depth {depth} = max_depth and cannot have children (got slots "
                              f"{slots}); raise max_depth, or restrict the tokens with `allowed`")
         raise ValueError(f"{where}: the tree would need more than max_nodes={self.max_nodes} nodes ({made + 1} "
-                         f"generated and {int(self._open()[r]) - 1 + len(slots)} still open)")
+                         f"generated and {open_ - 1 + len(slots)} still open)")
 
     def allowed(self, vocab:ArityVocab # the vocabulary the model samples from
                ) -> Tensor: # `[batch, len(vocab)]` bool
@@ -342,23 +364,133 @@ class TreeTracker:
              & ((arity == 0) | ~self._leaf_only[:, None])
         return x.tensor(x.where(self._done[:, None], (ids == vocab.pad) | (ids == vocab.end), ok))
 
+# %% ../nbs/03_tracking.ipynb #4b198058
+class _RowTracker(TreeTracker):
+    "`TreeTracker` for small batches on the CPU: the same state kept as Python lists and ints, one Python step per row."
+    def __init__(self, order="dfs", batch_size=1, n=2, max_depth=32, max_nodes=4096, errors="raise", device=None,
+                 backend=None):
+        _check_tracker(order, batch_size, n, max_depth, max_nodes, errors)
+        _Backend(device, backend)                                       # the same checks of device and backend
+        if torch.device(device or "cpu").type != "cpu":
+            raise ValueError(f"the python backend runs on the CPU, not on {device}")
+        self.order, self.n, self.max_depth, self.max_nodes, self.errors = order, n, max_depth, max_nodes, errors
+        self._x, B = None, batch_size
+        self.capacity = (n - 1) * max_depth + 1 if order == "dfs" else max_nodes
+        self._pending = [deque() for _ in range(B)]     # per row: entries (slot, depth, parent's step); dfs pops the right
+        self._emitted_paths = [[] for _ in range(B)]    # bfs: the root path of every emitted node, by step
+        self._path, self._depth, self._parent = [()] * B, [0] * B, [-1] * B    # the next node (the root at first)
+        self._emitted, self._done, self._failed, self._room = [0] * B, [False] * B, [False] * B, [max_nodes - 1] * B
+        self._paths = np.full((B, max_depth), -1, dtype=np.int64)      # the same paths as an array, for `position`
+        self._pos, self._masks, self._shape, self._order = None, {}, (B, n), {}
+
+    @property
+    def batch_size(self) -> int: return len(self._done)
+    def _tensor(self, values, dtype): return torch.from_numpy(np.array(values, dtype=dtype))
+    @property
+    def done(self) -> Tensor: return self._tensor(self._done, np.bool_)
+    @property
+    def failed(self) -> Tensor: return self._tensor(self._failed, np.bool_)
+    @property
+    def emitted(self) -> Tensor: return self._tensor(self._emitted, np.int64)
+    @property
+    def parent_index(self) -> Tensor: return self._tensor(self._parent, np.int64)
+    @property
+    def open(self) -> Tensor: return self._tensor([len(q) + (not d) for q, d in zip(self._pending, self._done)], np.int64)
+    @property
+    def position(self) -> TreePositions:
+        "As `TreeTracker.position`; computed once per step (the same object until the next `step` or `reorder`)."
+        if self._pos is None:
+            # well formed by construction: skip the constructor's checks (2 µs, as much as the rest of a step)
+            self._pos = pos = object.__new__(TreePositions)
+            pos.paths, pos.depth = torch.from_numpy(self._paths.copy()), self._tensor(self._depth, np.int64)
+            pos.trusted = True
+        return self._pos
+
+    def step(self, child_slots:Tensor) -> TreePositions:
+        if type(child_slots) is not Tensor or child_slots.dtype != torch.bool or child_slots.shape != self._shape:
+            self._child_slots(child_slots)                              # the error that says what is wrong
+        K, room, done, depth, paths, emitted = self.max_depth, self._room, self._done, self._depth, self._path, self._emitted
+        dfs, order, kids, bad = self.order == "dfs", self._order, [], []
+        for b, r in enumerate(child_slots.tolist()):                    # every row checked before any changes
+            try: k = order[tuple(r)]                                    # the child slots in push order, cached
+            except KeyError:
+                k = tuple(s for s, h in enumerate(r) if h)[::-1 if dfs else 1]
+                if len(order) < 4096: order[tuple(r)] = k
+            if k and (done[b] or depth[b] >= K or len(k) > room[b]): bad.append(b)
+            kids.append(k)
+        if bad and self.errors == "raise":
+            b = bad[0]
+            self._step_error(b, sorted(kids[b]), emitted[b], depth[b], done[b], list(paths[b]),
+                             len(self._pending[b]) + (not done[b]))
+        parents, pending, array = self._parent, self._pending, self._paths
+        for b, k in enumerate(kids):
+            if done[b]: continue                                        # a finished tree stays good
+            if bad and b in bad:                                        # flagged: the row stops, entries left unread
+                self._failed[b], array[b, :len(paths[b])] = True, -1
+                paths[b], depth[b], parents[b], done[b] = (), -1, -1, True
+                continue
+            q, path, e, d = pending[b], paths[b], emitted[b], depth[b] + 1
+            for s in k: q.append((s, d, e))                             # dfs: the smallest slot ends on top
+            room[b] -= len(k); emitted[b] = e + 1
+            if not dfs: self._emitted_paths[b].append(path)
+            if q:
+                slot, d, parents[b] = q.pop() if dfs else q.popleft()
+                # the parent's path: depth-first a prefix of this node's, breadth-first kept by step
+                paths[b], depth[b] = (path[:d - 1] if dfs else self._emitted_paths[b][parents[b]]) + (slot,), d
+                if dfs: array[b, d - 1] = slot
+                else: array[b, :d] = paths[b]
+                if len(path) > d: array[b, d:len(path)] = -1
+            else: paths[b], depth[b], parents[b], done[b], array[b, :len(path)] = (), -1, -1, True, -1
+        self._pos = pos = object.__new__(TreePositions)                # as in `position`, inlined
+        pos.paths, pos.depth = torch.from_numpy(array.copy()), torch.from_numpy(np.array(depth, dtype=np.int64))
+        pos.trusted = True
+        return pos
+
+    def allowed(self, vocab:ArityVocab) -> Tensor:
+        if not isinstance(vocab, ArityVocab): raise TypeError(f"vocab must be an ArityVocab, got {type(vocab).__name__}")
+        if vocab.n != self.n: raise ValueError(f"the vocabulary has n={vocab.n} but the tracker has n={self.n}")
+        rows = []
+        for b, done in enumerate(self._done):                 # one cached mask per (done, leaf-only, room up to n)
+            key = (vocab, done, not done and self._depth[b] >= self.max_depth, min(self._room[b], self.n))
+            if key not in self._masks:
+                ids, arity = torch.arange(len(vocab)), vocab.arity
+                ok = (ids >= len(vocab.specials)) & (arity <= key[3]) & ((arity == 0) | (not key[2]))
+                self._masks[key] = ((ids == vocab.pad) | (ids == vocab.end) if done else ok)[None]
+            rows.append(self._masks[key])
+        return torch.cat(rows) if len(rows) > 1 else rows[0].clone()
+
+    def reorder(self, index:Tensor) -> TreeTracker:
+        idx = _reorder_index(self, index).tolist()
+        for name in ("_path", "_depth", "_parent", "_emitted", "_done", "_failed", "_room"):
+            old = getattr(self, name); setattr(self, name, [old[i] for i in idx])
+        self._pending = [deque(self._pending[i]) for i in idx]
+        self._emitted_paths = [list(self._emitted_paths[i]) for i in idx]
+        self._paths = self._paths[idx]
+        self._pos = None
+        return self
+
 # %% ../nbs/03_tracking.ipynb #1dc50e5a
+def _reorder_index(tracker:TreeTracker, index:Tensor) -> Tensor:
+    "`index` checked for `reorder`: an integer tensor `[batch]` of rows of `tracker`."
+    if not isinstance(index, Tensor) or index.dtype.is_floating_point or index.dtype == torch.bool:
+        raise TypeError(f"index must be an integer tensor, got {getattr(index, 'dtype', type(index).__name__)}")
+    B = tracker.batch_size
+    if tuple(index.shape) != (B,): raise ValueError(f"index must have shape [batch_size={B}], got {list(index.shape)}")
+    if bool(((index < 0) | (index >= B)).any()): raise ValueError(f"index must hold rows in 0..{B - 1}, got {index.tolist()}")
+    return index.long()
+
 @patch
 def reorder(self:TreeTracker, index:Tensor # `[batch]` integer rows: row i becomes a copy of row `index[i]`
            ) -> TreeTracker: # `self`, reordered in place
     "Reorder the rows of the tracker (beam search): row `i` continues from the state of row `index[i]`."
-    if not isinstance(index, Tensor) or index.dtype.is_floating_point or index.dtype == torch.bool:
-        raise TypeError(f"index must be an integer tensor, got {getattr(index, 'dtype', type(index).__name__)}")
-    B = self.batch_size
-    if tuple(index.shape) != (B,): raise ValueError(f"index must have shape [batch_size={B}], got {list(index.shape)}")
-    if bool(((index < 0) | (index >= B)).any()): raise ValueError(f"index must hold rows in 0..{B - 1}, got {index.tolist()}")
-    idx = self._x.array(index.long())
+    idx = self._x.array(_reorder_index(self, index))
     names = ["_pending", "_head", "_tail", "_emitted", "_done", "_failed", "_room"]
     if self.order == "bfs": names.append("_emitted_paths")
     for name in names: setattr(self, name, getattr(self, name)[idx])
     entry = self._x.stack((self._zeros, self._depth[idx], self._parent[idx]), -1)       # [B, 3]; the slot is unused
     self._set_next(self._path[idx], entry)
     return self
+
 
 # %% ../nbs/03_tracking.ipynb #1116ca2d
 @patch
