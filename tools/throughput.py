@@ -27,6 +27,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "nbs/results/benchmarks/throughput/before_after.json"   # a subfolder: not one of `BENCHMARKS`
 CELL = ("table2b", "tree-rotate-dfs-ape-tree-s0")
+CELL_SETTINGS = {   # that cell as the 1-seed grid ran it, spelled out: both code versions read it as the same config
+    "task": {"name": "tree-rotate", "order": "dfs", "sizes": [1000, 100, 100], "seed": 0},
+    "model": {"pe": "ape-tree"}, "eval_every": 500, "patience": 0, "stop_when_perfect": False, "threads": 1}
+
+
+def _cell_config(folder, steps=1000):
+    "The measured chapter-10 cell (not `grid_configs`, whose faithful settings differ between the two versions)."
+    from treepe_nb.train import TrainConfig
+    return TrainConfig.from_dict({**CELL_SETTINGS, "steps": steps, "out": str(Path(folder) / "run")})
 
 
 # ---------------------------------------------------------------- workers (run in a fresh process, one thread)
@@ -41,9 +50,9 @@ def _paper(pe="ape-tree", batch=64):
 
 
 def work_cell(args):
-    from treepe_nb.experiments import grid_configs, run_cell
+    from treepe_nb.experiments import run_cell
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = grid_configs(CELL[0], (0,), tmp, threads=1, steps=args.cell_steps)[CELL[1]]
+        cfg = _cell_config(tmp, args.cell_steps)
         t0 = time.perf_counter()
         rec = run_cell(cfg, Path(tmp) / "cell.json")
         total = time.perf_counter() - t0
@@ -138,7 +147,6 @@ def work_floor(args):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils.flop_counter import FlopCounterMode
-    from treepe_nb.experiments import grid_configs
     from treepe_nb.train import build, batch_loss
     def per_call(f, n):
         f(); t0 = time.perf_counter()
@@ -150,7 +158,7 @@ def work_floor(args):
            "python_call_s": min(per_call(nothing, 200000) for _ in range(3)),
            "matmul_1024_s": min(per_call(lambda: a @ a, 5) for _ in range(3))}
     out["peak_gflops"] = 2 * 1024 ** 3 / out["matmul_1024_s"] / 1e9
-    cfg = grid_configs(CELL[0], (0,), tempfile.gettempdir(), threads=1)[CELL[1]]
+    cfg = _cell_config(tempfile.gettempdir())
     task, model = build(cfg)
     batch = task.collate(list(task.train)[:cfg.batch_size])
     class Count(TorchDispatchMode):
