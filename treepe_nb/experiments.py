@@ -181,9 +181,9 @@ def run_cell(cfg:TrainConfig, # the cell
     trains, evals = read_metrics(cfg.out)
     analysis = yaml_analysis(model, task) if cfg.task.name == "yaml-keys" else None
     k8s = k8s_probe(model, task) if cfg.task.name == "yaml-keys" else None
-    seen = {content_key(e.tgt) for e in task.train} if task.target != "labels" else set()
+    seen = {content_key(e.tgt) for e in task.train} if task.target != "labels" else None   # labels: no target tree
     data = {"sizes": [len(s) for s in task.splits.values()], "duplicates_removed": task.info.get("duplicates_removed"),
-            "test_targets_in_train": sum(content_key(e.tgt) in seen for e in task.test)}
+            "test_targets_in_train": None if seen is None else sum(content_key(e.tgt) in seen for e in task.test)}
     record = {"config": cfg.to_dict(), "test": test, "best_step": ck["step"], "dev": evals, "seconds": seconds, "data": data,
               "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
               **({"analysis": analysis} if analysis else {}), **({"k8s": k8s} if k8s else {}),
