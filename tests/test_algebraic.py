@@ -142,6 +142,25 @@ def test_half_inputs_are_computed_in_float32_and_returned_in_their_dtype(dtype):
         assert ape_half.generators().dtype == torch.float32
 
 
+@pytest.mark.parametrize("dense_limit", [0, 2**30])               # the grouped path and the per-token one
+def test_backward_inside_autocast_stays_float32(dense_limit):
+    "A backward pass run inside a bf16 autocast block (a FLOP counter's, say) gives the float32 gradients of the maps."
+    trees = [Tree.from_sexpr("(a (b c) (d e f))").lcrs(), Tree.from_sexpr("(a (b (c d)) e)").lcrs()] * 8
+    pos = batch_positions(trees)
+    x = torch.randn(len(trees), 2, pos.depth.shape[-1], 16)
+    grads = []
+    for autocast in (False, True):
+        torch.manual_seed(0)
+        ape = TreeAPE(16, 2, num_heads=2)
+        maps = ape.prepare(pos)
+        maps.dense_limit = dense_limit
+        with torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+            maps.rotate(x).sum().backward()
+        grads.append(ape.entries.grad)
+    assert grads[0].dtype == grads[1].dtype == torch.float32
+    torch.testing.assert_close(grads[1], grads[0])
+
+
 def test_tree_errors_name_the_node_and_limit():
     ape = TreeAPE(4, 2)
     with pytest.raises(ValueError, match=r"positions: the node at index \(3,\) takes slot 2 at depth 1, but n=2 allows slots 0..1"):

@@ -1,6 +1,7 @@
 """Training and evaluation: a tiny model learns tree-copy, resuming is exact, two `torchrun` processes follow one, and
 the command line works end to end. Small models and few steps: the module takes about a minute on 2 cores."""
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from treepe_nb.model import ModelConfig
 from treepe_nb.tasks import TaskConfig
@@ -37,6 +39,24 @@ def test_tiny_model_learns_tree_copy_exactly(tmp_path):
                                 out=str(tmp_path)), progress=False)
     assert summary["dev"]["decoded"] == 32
     assert summary["dev"]["exact_match"] == 1.0, summary
+
+
+def test_amp_all_trains_under_cpu_autocast(tmp_path, monkeypatch):
+    "amp: all puts every training forward pass (not the evaluations) under bf16 autocast on the CPU; the default does not."
+    import treepe_nb.train as T
+    seen, real = [], T.batch_loss
+    def spy(model, *a, **k):
+        if model.training: seen.append(torch.is_autocast_enabled("cpu"))
+        return real(model, *a, **k)
+    monkeypatch.setattr(T, "batch_loss", spy)
+    for amp in ("all", "cuda"):
+        seen.clear()
+        out = tmp_path / amp
+        summary = train(TrainConfig(TaskConfig(sizes=(32, 8, 8)), ModelConfig(pe="ape-tree", d_model=16), steps=3,
+                                    eval_examples=2, amp=amp, device="cpu", out=str(out)), progress=False)
+        assert seen == [amp == "all"] * 3, (amp, seen)
+        assert all(map(math.isfinite, losses(out))) and summary["step"] == 3
+        assert TrainConfig.from_dict(yaml.safe_load((out / "config.yaml").read_text())).amp == amp
 
 
 def test_resume_equals_uninterrupted(tmp_path):

@@ -189,6 +189,10 @@ def _tiers(tiers, H:int, d:int, maps, *rows):
                *(None if t is None else t[r:r + n * H * C].view(n, H, C, d) for t in rows))
         j, r = j + n, r + n * H * C
 
+def _exact(t:Tensor):
+    "A block whose products keep their inputs' dtype: no autocast (a backward pass may run inside an autocast block)."
+    return torch.autocast(t.device.type, enabled=False)
+
 class _TieredProduct(torch.autograd.Function):
     "`y = x M^T` for every bucket of every tier, each product written in place (no concatenation, forward or backward)."
     @staticmethod
@@ -196,7 +200,8 @@ class _TieredProduct(torch.autograd.Function):
         ctx.save_for_backward(maps, xs); ctx.tiers = tiers
         H, d = maps.shape[1], maps.shape[-1]
         ys = torch.empty_like(xs)
-        for m, xb, yb in _tiers(tiers, H, d, maps, xs, ys): torch.matmul(xb, m.mT, out=yb)
+        with _exact(xs):
+            for m, xb, yb in _tiers(tiers, H, d, maps, xs, ys): torch.matmul(xb, m.mT, out=yb)
         return ys
 
     @staticmethod
@@ -206,10 +211,11 @@ class _TieredProduct(torch.autograd.Function):
         H, d = maps.shape[1], maps.shape[-1]
         g_maps = torch.empty_like(maps) if ctx.needs_input_grad[0] else None
         g_xs = torch.empty_like(xs) if ctx.needs_input_grad[1] else None
-        for (m, xb, gb), (gm, gx) in zip(_tiers(ctx.tiers, H, d, maps, xs, g.contiguous()),
-                                         _tiers(ctx.tiers, H, d, g_maps, g_xs)):
-            if gm is not None: torch.matmul(gb.mT, xb, out=gm)    # dL/dM = dY^T X
-            if gx is not None: torch.matmul(gb, m, out=gx)        # dL/dX = dY M
+        with _exact(g):
+            for (m, xb, gb), (gm, gx) in zip(_tiers(ctx.tiers, H, d, maps, xs, g.contiguous()),
+                                             _tiers(ctx.tiers, H, d, g_maps, g_xs)):
+                if gm is not None: torch.matmul(gb.mT, xb, out=gm)    # dL/dM = dY^T X
+                if gx is not None: torch.matmul(gb, m, out=gx)        # dL/dX = dY M
         return g_maps, g_xs, None
 
 def _apply_grouped(maps:Tensor, # [maps used, H, d, d]: the maps in the layout's order
@@ -459,11 +465,12 @@ class _PathProducts(torch.autograd.Function):
         n, H, d, _ = G.shape
         out = G.new_empty(plan[-1][-1][2] if len(plan) else 1, H, d, d)                  # [U, H, d, d]
         out[0] = torch.eye(d, dtype=G.dtype, device=G.device)                           # the root: identity
-        for level, groups in enumerate(plan):
-            for i, a, b, parent in groups:          # one batched product over the slot's nodes and all heads
-                if level == 0: out[a:b] = G[i]
-                # [m, H, d, d] @ [H, d, d]
-                else: torch.matmul(out.index_select(0, parent), G[i], out=out[a:b])
+        with _exact(G):
+            for level, groups in enumerate(plan):
+                for i, a, b, parent in groups:          # one batched product over the slot's nodes and all heads
+                    if level == 0: out[a:b] = G[i]
+                    # [m, H, d, d] @ [H, d, d]
+                    else: torch.matmul(out.index_select(0, parent), G[i], out=out[a:b])
         ctx.save_for_backward(G, out); ctx.plan = plan
         return out
 
@@ -472,12 +479,13 @@ class _PathProducts(torch.autograd.Function):
     def backward(ctx, g):  # levels in reverse: a node's gradient is complete before its parent's
         G, out = ctx.saved_tensors
         g, gG = g.clone(), torch.zeros_like(G)
-        for level in reversed(range(len(ctx.plan))):
-            for i, a, b, parent in ctx.plan[level]:
-                gm = g[a:b]                                                              # [m, H, d, d]
-                if level == 0: gG[i] += gm.sum(0); continue
-                gG[i] += (out.index_select(0, parent).mT @ gm).sum(0)  # dG_i = sum M_p^T dM
-                g.index_add_(0, parent, gm @ G[i].mT)                                    # dM_p += dM G_i^T
+        with _exact(g):
+            for level in reversed(range(len(ctx.plan))):
+                for i, a, b, parent in ctx.plan[level]:
+                    gm = g[a:b]                                                          # [m, H, d, d]
+                    if level == 0: gG[i] += gm.sum(0); continue
+                    gG[i] += (out.index_select(0, parent).mT @ gm).sum(0)  # dG_i = sum M_p^T dM
+                    g.index_add_(0, parent, gm @ G[i].mT)                                # dM_p += dM G_i^T
         return gG, None
 
 class TreeAPE(OrthogonalPE):

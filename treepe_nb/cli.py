@@ -16,7 +16,7 @@ from .model import ModelConfig
 from .tasks import PRESETS, TASKS, TaskConfig
 from .runs import load_checkpoint
 from .readers import load_yaml_data
-from .train import TrainConfig, build, evaluate, nested_settings, train, Interrupted, BEST_METRICS
+from .train import TrainConfig, build, evaluate, nested_settings, train, Interrupted, BEST_METRICS, AMP_MODES
 from . import __version__
 
 # %% auto #0
@@ -49,7 +49,8 @@ def _choices() -> dict:
     "The allowed values of the options that have a fixed set (read when the parser is made: registered encodings count)."
     from treepe_nb.model import ACTIVATIONS
     return {"name": list(TASKS), "pe": list(ENCODINGS), "src_pe": list(ENCODINGS), "tgt_pe": list(ENCODINGS),
-            "order": ["dfs", "bfs"], "preset": list(PRESETS), "best_metric": list(BEST_METRICS), "activation": list(ACTIVATIONS)}
+            "order": ["dfs", "bfs"], "preset": list(PRESETS), "best_metric": list(BEST_METRICS), "activation": list(ACTIVATIONS),
+            "amp": list(AMP_MODES)}
 
 _FLAGS = {("task", "name"): "--task", ("task", "options"): "--task-option"}   # flags that are not the field's name
 

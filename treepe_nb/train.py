@@ -26,9 +26,9 @@ from .runs import (RunLock, append_record, load_checkpoint, read_metrics, rng_st
                             set_rng_state, truncate_records, save_vocab)
 
 # %% auto #0
-__all__ = ['BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', 'nested_settings', 'warmup_cosine',
-           'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate', 'resume_changes', 'Interrupted',
-           'train', 'plot_run']
+__all__ = ['AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', 'nested_settings', 'amp_context',
+           'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate', 'resume_changes',
+           'Interrupted', 'train', 'plot_run']
 
 # %% ../nbs/09_train.ipynb #35a7941b
 def _section(cls, d:dict, name:str) -> dict:
@@ -38,6 +38,8 @@ def _section(cls, d:dict, name:str) -> dict:
     return d
 
 def _default_model() -> ModelConfig: return ModelConfig(pe="ape-tree")
+
+AMP_MODES = ("cuda", "all", "off")   # where `TrainConfig.amp` turns bf16 autocast on
 
 @dataclass
 class TrainConfig:
@@ -57,7 +59,7 @@ class TrainConfig:
     beam: int|None = None            # beam width of decoding (None: greedy)
     max_output_nodes: int = 256      # the most nodes a decoded tree may have
     device: str = "auto"             # cpu, cuda, cuda:N, or auto (cuda when there is one)
-    amp: bool = True                 # bf16 autocast on CUDA
+    amp: str = "cuda"                # bf16 autocast: on CUDA only, on every device (`all`: the CPU too), or `off` (one of `AMP_MODES`)
     threads: int|None = None         # CPU threads of torch (None: 1 on machines with at most 4 cores, else torch's default)
     out: str = "runs/default"        # the run folder: config, metrics, checkpoints
     best_metric: str = "exact_match" # dev metric that picks best.pt: exact_match, token_accuracy or perplexity
@@ -80,9 +82,11 @@ class TrainConfig:
         if self.threads is not None: check_number(self, "threads", int, 1)
         if not isinstance(self.out, str) or not self.out:
             raise ValueError(f"out must be a folder name, got {self.out!r}")
-        for name in ("amp", "stop_when_perfect"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if not isinstance(self.stop_when_perfect, bool):
+            raise ValueError(f"stop_when_perfect must be true or false, got {self.stop_when_perfect!r}")
+        if isinstance(self.amp, bool): self.amp = "cuda" if self.amp else "off"   # configs of before AMP_MODES
+        if self.amp not in AMP_MODES:
+            raise ValueError(f"amp must be one of {', '.join(AMP_MODES)} (or true/false: cuda/off), got {self.amp!r}")
         check_device(self.device)
         if self.best_metric not in BEST_METRICS:
             raise ValueError(f"best_metric must be one of {', '.join(BEST_METRICS)}, got {self.best_metric!r}")
@@ -149,6 +153,16 @@ def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the 
     unknown = sorted(set(d) - {f.name for f in fields(TrainConfig)})
     if unknown: raise ValueError(f"unknown settings {', '.join(unknown)}; see treepe-train --help")
     return dict(d, task=task, **({"model": model} if model else {}))
+
+# %% ../nbs/09_train.ipynb #2b5483be
+def amp_context(amp:str, # one of `AMP_MODES`
+                device:torch.device|str, # the device the forward pass runs on
+               ):
+    "The context of a training forward pass: bf16 autocast where `amp` turns it on for `device`, else one that does nothing."
+    if amp not in AMP_MODES: raise ValueError(f"amp must be one of {', '.join(AMP_MODES)}, got {amp!r}")
+    device = torch.device(device)
+    on = amp == "all" or (amp == "cuda" and device.type == "cuda")
+    return torch.autocast(device.type, torch.bfloat16) if on else contextlib.nullcontext()
 
 # %% ../nbs/09_train.ipynb #4b11ed88
 def warmup_cosine(optimizer:torch.optim.Optimizer, # the optimizer whose learning rate is scheduled
@@ -393,7 +407,7 @@ def train(cfg:TrainConfig, # the run's settings
             raise ValueError(
                 f"the training split has {len(task.train)} examples, fewer than batch_size={cfg.batch_size}"
             )
-        autocast = torch.autocast("cuda", torch.bfloat16) if cfg.amp and device.type == "cuda" else contextlib.nullcontext()
+        autocast = amp_context(cfg.amp, device)
 
         def checkpoint(name):
             save_checkpoint(out / name, model=model.state_dict(), optimizer=opt.state_dict(),
