@@ -16,8 +16,10 @@ Measurements (each worker imports `treepe_nb` from its side's folder):
   the time its linear layers take (the floor at batch 1: every weight read once per token);
 * `tracker`: `TreeTracker.step` at batch 1 against one `PythonTracker` (chapter 11's per-sequence baseline), each fed
   its per-step input ready-made (a `[1, n]` tensor, a list of slots) and building the position tensor the decoder reads;
-* `floor` (this checkout only): one small op, one Python call, a 1024^3 matmul, and the cell step's op count and
-  FLOPs, i.e. what the hardware and PyTorch's dispatch allow.
+* `paper_step_bf16`: the same step, this checkout under bf16 autocast (`amp: all`) against the baseline in float32;
+* `floor` (this checkout only): one small op, one Python call, a 1024^3 matmul (float32 and bf16), and the cell step's
+  op count and FLOPs, i.e. what the hardware and PyTorch's dispatch allow;
+* `cell_step_amp` (this checkout only): the cell's training step in float32 and under bf16 autocast, alternated.
 """
 from __future__ import annotations
 
@@ -65,14 +67,23 @@ def _adamw(model, fused):
     return torch.optim.AdamW(model.parameters(), lr=1e-4, **({"fused": True} if fused else {}))
 
 
+def _amp(mode):
+    "The forward's context: bf16 autocast for `amp: all` (this checkout only; the baseline has no `amp_context`)."
+    import contextlib
+    if mode == "off": return contextlib.nullcontext()
+    from treepe_nb.train import amp_context
+    return amp_context(mode, "cpu")
+
+
 def work_paper_step(args):
     import torch
     from treepe_nb.train import batch_loss
     task, model, b = _paper()
     opt = _adamw(model, args.fused)
+    amp = _amp(args.amp)
     def step():
         opt.zero_grad(set_to_none=True)
-        loss, count, _ = batch_loss(model, b)
+        with amp: loss, count, _ = batch_loss(model, b)
         (loss / count).backward(); opt.step()
     step()                                                      # warm-up: the optimizer's state exists now
     times = []
@@ -80,8 +91,9 @@ def work_paper_step(args):
         t0 = time.perf_counter(); step(); times.append(time.perf_counter() - t0)
     from torch.utils.flop_counter import FlopCounterMode
     with FlopCounterMode(display=False) as fc:
-        loss, count, _ = batch_loss(model, b); (loss / count).backward()
-    return {"seconds": min(times), "times": times, "flops": fc.get_total_flops(),
+        with amp: loss, count, _ = batch_loss(model, b)
+        (loss / count).backward()
+    return {"seconds": min(times), "times": times, "flops": fc.get_total_flops(), "amp": args.amp,
             "tokens": int(b.src_mask.sum() + b.tgt_mask.sum()), "src_length": int(b.src_ids.shape[1]),
             "tgt_length": int(b.tgt_ids.shape[1])}
 
@@ -158,6 +170,8 @@ def work_floor(args):
            "python_call_s": min(per_call(nothing, 200000) for _ in range(3)),
            "matmul_1024_s": min(per_call(lambda: a @ a, 5) for _ in range(3))}
     out["peak_gflops"] = 2 * 1024 ** 3 / out["matmul_1024_s"] / 1e9
+    h = a.bfloat16()                                               # AVX512-BF16 / AMX multiply bf16 natively
+    out["peak_bf16_gflops"] = 2 * 1024 ** 3 / min(per_call(lambda: h @ h, 5) for _ in range(3)) / 1e9
     cfg = _cell_config(tempfile.gettempdir())
     task, model = build(cfg)
     batch = task.collate(list(task.train)[:cfg.batch_size])
@@ -174,15 +188,46 @@ def work_floor(args):
     return out
 
 
+def work_cell_step_amp(args):
+    "The chapter-10 cell's training step (forward, backward, AdamW) in float32 and under bf16 autocast, alternated."
+    import random, torch
+    from treepe_nb.train import build, batch_loss
+    task, model = build(_cell_config(tempfile.gettempdir()))
+    opt = _adamw(model, True)
+    rng = random.Random(0)
+    batches = [task.collate(rng.sample(list(task.train), 32)) for _ in range(20)]
+    def steps(mode):
+        amp = _amp(mode)
+        t0 = time.perf_counter()
+        for b in batches:
+            opt.zero_grad(set_to_none=True)
+            with amp: loss, count, _ = batch_loss(model, b)
+            (loss / count).backward(); opt.step()
+        return (time.perf_counter() - t0) / len(batches)
+    times = {"off": [], "all": []}
+    for r in range(2 * args.repeat + 1):                           # the first round warms up and is dropped
+        for mode in (("off", "all") if r % 2 == 0 else ("all", "off")):
+            t = steps(mode)
+            if r: times[mode].append(t)
+    out = {"fp32_step_s": min(times["off"]), "bf16_step_s": min(times["all"])}
+    out["seconds"] = out["fp32_step_s"]
+    return out
+
+
 WORKERS = {"cell": work_cell, "paper_step": work_paper_step, "decode": work_decode, "tracker": work_tracker,
-           "floor": work_floor}
+           "floor": work_floor, "cell_step_amp": work_cell_step_amp}
+# measurement -> (worker, the `amp` of the after side); the before side always runs float32
+MEASUREMENTS = {"cell": ("cell", "off"), "paper_step": ("paper_step", "off"), "paper_step_bf16": ("paper_step", "all"),
+                "decode": ("decode", "off"), "tracker": ("tracker", "off"), "floor": ("floor", "off"),
+                "cell_step_amp": ("cell_step_amp", "off")}
+AFTER_ONLY = ("floor", "cell_step_amp")
 
 
 # ---------------------------------------------------------------- orchestration
-def _run_worker(root: Path, name: str, args, fused: bool) -> dict:
+def _run_worker(root: Path, name: str, args, fused: bool, amp: str = "off") -> dict:
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--cell-steps", str(args.cell_steps),
-           "--repeat", str(args.repeat)] + (["--fused"] if fused else [])
+           "--repeat", str(args.repeat), "--amp", amp] + (["--fused"] if fused else [])
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
     if done.returncode: sys.exit(f"worker {name} in {root} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -207,12 +252,13 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", choices=list(WORKERS), help=argparse.SUPPRESS)
     ap.add_argument("--fused", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--amp", default="off", help=argparse.SUPPRESS)
     ap.add_argument("--baseline", help="a folder holding the baseline's treepe_nb/ (default: --baseline-commit)")
     ap.add_argument("--baseline-commit", default="e3e3ef7", help="the commit measured as 'before'")
     ap.add_argument("--rounds", type=int, default=2, help="alternated rounds (one process per side each)")
     ap.add_argument("--repeat", type=int, default=2, help="timed repeats inside a process (the best is kept)")
     ap.add_argument("--cell-steps", type=int, default=1000, help="training steps of the chapter-10 cell")
-    ap.add_argument("--only", nargs="+", choices=list(WORKERS), help="run only these measurements")
+    ap.add_argument("--only", nargs="+", choices=list(MEASUREMENTS), help="run only these measurements")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     if args.worker:
@@ -223,13 +269,15 @@ def main(argv=None) -> dict:
     record = json.loads(args.out.read_text()) if args.out.exists() and args.only else {}
     with tempfile.TemporaryDirectory() as tmp:
         sides = {"before": _baseline(args, tmp), "after": ROOT}
-        for name in args.only or list(WORKERS):
+        for name in args.only or list(MEASUREMENTS):
+            worker, amp = MEASUREMENTS[name]
             runs = {"before": [], "after": []}
-            for r in range(args.rounds if name != "floor" else 1):
+            for r in range(args.rounds if name not in AFTER_ONLY else 1):
                 for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
-                    if name == "floor" and side == "before": continue
+                    if name in AFTER_ONLY and side == "before": continue
                     # the optimizer each side's `train` uses: plain AdamW before, fused after
-                    runs[side].append(_run_worker(sides[side], name, args, fused=side == "after"))
+                    runs[side].append(_run_worker(sides[side], worker, args, fused=side == "after",
+                                                  amp=amp if side == "after" else "off"))
                     print(name, side, {k: v for k, v in runs[side][-1].items() if k not in ("train_loss", "times")},
                           file=sys.stderr, flush=True)
             med = {s: statistics.median(x["seconds"] for x in v) for s, v in runs.items() if v}

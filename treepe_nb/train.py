@@ -154,7 +154,7 @@ def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the 
     if unknown: raise ValueError(f"unknown settings {', '.join(unknown)}; see treepe-train --help")
     return dict(d, task=task, **({"model": model} if model else {}))
 
-# %% ../nbs/09_train.ipynb #2b5483be
+# %% ../nbs/09_train.ipynb #82dd9fc3
 def amp_context(amp:str, # one of `AMP_MODES`
                 device:torch.device|str, # the device the forward pass runs on
                ):
