@@ -189,17 +189,14 @@ def _tiers(tiers, H:int, d:int, maps, *rows):
                *(None if t is None else t[r:r + n * H * C].view(n, H, C, d) for t in rows))
         j, r = j + n, r + n * H * C
 
-def _exact(t:Tensor):
-    "A block whose products keep their inputs' dtype: no autocast (a backward pass may run inside an autocast block)."
-    return torch.autocast(t.device.type, enabled=False)
+def _exact(t:Tensor): return torch.autocast(t.device.type, enabled=False)   # no autocast (a backward may run under it)
 
 class _TieredProduct(torch.autograd.Function):
     "`y = x M^T` for every bucket of every tier, each product written in place (no concatenation, forward or backward)."
     @staticmethod
     def forward(ctx, maps, xs, tiers):
         ctx.save_for_backward(maps, xs); ctx.tiers = tiers
-        H, d = maps.shape[1], maps.shape[-1]
-        ys = torch.empty_like(xs)
+        H, d, ys = maps.shape[1], maps.shape[-1], torch.empty_like(xs)
         with _exact(xs):
             for m, xb, yb in _tiers(tiers, H, d, maps, xs, ys): torch.matmul(xb, m.mT, out=yb)
         return ys
@@ -209,8 +206,7 @@ class _TieredProduct(torch.autograd.Function):
     def backward(ctx, g):
         maps, xs = ctx.saved_tensors
         H, d = maps.shape[1], maps.shape[-1]
-        g_maps = torch.empty_like(maps) if ctx.needs_input_grad[0] else None
-        g_xs = torch.empty_like(xs) if ctx.needs_input_grad[1] else None
+        g_maps, g_xs = (torch.empty_like(t) if need else None for t, need in zip((maps, xs), ctx.needs_input_grad))
         with _exact(g):
             for (m, xb, gb), (gm, gx) in zip(_tiers(ctx.tiers, H, d, maps, xs, g.contiguous()),
                                              _tiers(ctx.tiers, H, d, g_maps, g_xs)):
@@ -460,16 +456,14 @@ class SequenceAPE(OrthogonalPE):
 class _PathProducts(torch.autograd.Function):
     "Maps of all distinct nodes, level by level, into one `[U, H, d, d]`: `maps[r] = maps[parent[r]] @ G[i]`."
     @staticmethod
-    # G [n, H, d, d]; plan: per level, per slot i, (i, rows a:b, parent rows [b - a])
-    def forward(ctx, G, plan):
+    def forward(ctx, G, plan):  # G [n, H, d, d]; plan: per level, per slot i, (i, rows a:b, parent rows [b - a])
         n, H, d, _ = G.shape
         out = G.new_empty(plan[-1][-1][2] if len(plan) else 1, H, d, d)                  # [U, H, d, d]
         out[0] = torch.eye(d, dtype=G.dtype, device=G.device)                           # the root: identity
         with _exact(G):
             for level, groups in enumerate(plan):
-                for i, a, b, parent in groups:          # one batched product over the slot's nodes and all heads
+                for i, a, b, parent in groups:  # one batched product [m, H, d, d] @ [H, d, d]: the slot's nodes, all heads
                     if level == 0: out[a:b] = G[i]
-                    # [m, H, d, d] @ [H, d, d]
                     else: torch.matmul(out.index_select(0, parent), G[i], out=out[a:b])
         ctx.save_for_backward(G, out); ctx.plan = plan
         return out
@@ -518,10 +512,9 @@ class TreeAPE(OrthogonalPE):
             active = np.flatnonzero(depth > t)
             key = paths[active, t] * width + node[active]  # distinct nodes at depth t+1, by slot then parent
             uniq, inv = np.unique(key, return_inverse=True)
-            slot, parent = uniq // width, uniq % width + first
+            slot, parent = uniq // width, uniq % width + first   # maps(path + [i]) = maps(path) @ G_i
             ends = np.searchsorted(slot, np.arange(self.n + 1)).tolist()
             plan.append([(i, total + ends[i], total + ends[i + 1], torch.from_numpy(parent[ends[i]:ends[i + 1]]).to(dev))
-                         # maps(path + [i]) = maps(path) @ G_i
                          for i in range(self.n) if ends[i + 1] > ends[i]])
             node[active] = inv
             done = depth[active] == t + 1
