@@ -413,7 +413,9 @@ def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_
                                  src_pos.trusted)
                    if isinstance(src_pos, TreePositions) else src_pos.repeat_interleave(W, 0))
     state = model.start_decoding(*model.encode(src_ids, src_pos, src_kinds))
-    tracker = TreeTracker(order, N, vocab.n, cfg.max_depth, max_output_nodes, device=dev) if vocab is not None else None
+    # the tracker stays on the host whatever the model's device: a few list or numpy operations per step, where on a
+    # GPU it would launch kernels and wait on them (chapter 11 measures both)
+    tracker = TreeTracker(order, N, vocab.n, cfg.max_depth, max_output_nodes) if vocab is not None else None
     ids = torch.arange(V, device=dev)
     pad_only = torch.where(ids == pad, 0.0, float("-inf"))
     tok = torch.full((N,), start_id, device=dev)
@@ -448,13 +450,13 @@ def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_
             lengths, finished, hist = grown[origin], finished[origin], hist[origin]
             state.reorder(origin)
             if tracker is not None:
-                tracker.reorder(origin.cpu() if tracker.done.device.type == "cpu" else origin)
+                tracker.reorder(origin.cpu())
             dead = torch.isneginf(scores)                                        # fewer than W legal extensions
             nxt, finished = torch.where(dead, pad, nxt), finished | dead
         hist = torch.cat([hist, nxt[:, None]], 1)
         if tracker is not None:
             pos = tracker.position.to(dev)                                       # the node the new token occupies
-            tracker.step(vocab.child_slots(nxt) & ~finished[:, None])
+            tracker.step(vocab.child_slots(nxt.cpu()) & ~finished.cpu()[:, None])
         else: pos = torch.full((N,), t + 1, dtype=torch.long, device=dev)
         finished = finished | (nxt == end_id)
         tok = nxt
