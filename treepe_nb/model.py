@@ -360,9 +360,12 @@ def _known_maps(ape:TreeAPE, memo:dict, positions:TreePositions) -> PositionMaps
     G, rows, index = memo["G"], [], []
     for p, k in zip(positions.paths.tolist(), positions.depth.tolist()):
         if k < 0: index.append(-1); continue                           # padding
-        for j in range(1, k + 1):                                      # missing ancestors, root first (as `prepare`)
-            if tuple(p[:j]) not in memo: memo[tuple(p[:j])] = G[p[0]] if j == 1 else memo[tuple(p[:j - 1])] @ G[p[j - 1]]
-        index.append(len(rows)); rows.append(memo[tuple(p[:k])])
+        node = tuple(p[:k])
+        if node not in memo:                                           # decoding: its parent is known, one product
+            j = k
+            while node[:j - 1] not in memo: j -= 1                     # else the missing ancestors, root first
+            for j in range(j, k + 1): memo[node[:j]] = memo[node[:j - 1]] @ G[node[j - 1]]
+        index.append(len(rows)); rows.append(memo[node])
     maps = torch.stack(rows) if rows else G.new_zeros(0, *G.shape[1:])
     return PositionMaps(maps, torch.tensor(index, device=G.device)[:, None])
 

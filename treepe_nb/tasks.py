@@ -26,7 +26,7 @@ from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder
 
 # %% auto #0
 __all__ = ['TASKS', 'PRESETS', 'YAML_TARGETS', 'NODE_KINDS', 'register_task', 'task_settings', 'TaskConfig', 'Task',
-           'content_key', 'make_task', 'stats_table', 'yaml_targets', 'yaml_example']
+           'content_key', 'make_task', 'stats_table', 'yaml_key_nodes', 'yaml_targets', 'yaml_example']
 
 # %% ../nbs/08c_tasks.ipynb #f9158676
 TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, order, **settings) -> dict
@@ -465,8 +465,14 @@ def _docstring_task(seed, sizes, order, modules:Sequence[str]|None=None, max_exa
 register_task("py-docstring2ast", _docstring_task, replace=True)
 
 # %% ../nbs/08c_tasks.ipynb #e14628e8
-_KEY_KINDS = (int(NodeKind.KEY), int(NodeKind.LIST_KEY))
 YAML_TARGETS, NODE_KINDS = ("bigram", "trigram"), ("unmasked", "none")
+
+def yaml_key_nodes(kinds:np.ndarray # a document's `NodeKind` per node (root first)
+                  ) -> np.ndarray: # bool per node
+    "The nodes a `yaml-keys` example may mask: keys and list keys, the root excluded."
+    keys = np.isin(kinds, (int(NodeKind.KEY), int(NodeKind.LIST_KEY)))
+    keys[:1] = False
+    return keys
 
 def _resource_kind(t:Tree) -> str:
     "The value of a document's top-level `kind:` key (`Deployment`, `Service`, ...), else `-`."
@@ -494,7 +500,7 @@ def yaml_example(t:Tree, # a document from `yaml_trees`
                 ) -> Example:
     "One `yaml-keys` example: masked keys read `<mask>` and are labelled with their target; other labels are -100."
     if node_kinds not in NODE_KINDS: raise ValueError(f"node_kinds must be 'unmasked' or 'none', got {node_kinds!r}")
-    if mask.shape != (len(t),) or not np.isin(kinds[mask], _KEY_KINDS).all():
+    if mask.shape != (len(t),) or not yaml_key_nodes(kinds)[mask].all():
         raise ValueError(f"mask must be a bool per node ({len(t)}) that masks keys only")
     ids = src_vocab.encode(t.labels, unknown="unk"); ids[mask] = src_vocab.encode(["<mask>"])[0]
     labels = np.full(len(t), -100, np.int64)
@@ -503,10 +509,9 @@ def yaml_example(t:Tree, # a document from `yaml_trees`
     return Example(t, None, ids, labels, kinds=seen, meta=dict(meta or {}, resource_kind=_resource_kind(t)))
 
 # %% ../nbs/08c_tasks.ipynb #327904f1
-def _doc_hash(d) -> bytes:
-    "A document as the model reads it (labels, shape, node kinds): equal hashes, identical inputs."
-    t = d["tree"]
-    return hashlib.sha256(repr((t.labels, t.parent.tolist(), t.slot.tolist(), d["kinds"].tolist())).encode()).digest()
+def _doc_key(d) -> tuple:
+    "A document as the model reads it (labels, shape, node kinds): equal keys, identical inputs."
+    return content_key(d["tree"]), tuple(d["kinds"].tolist())
 
 def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram", mask_prob:float=0.15,
                min_count:int=2, max_example_nodes:int=512, node_kinds:str="unmasked"):
@@ -522,7 +527,7 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
     rows = [[], [], []]
     for d in docs:                                                  # split by file: one file, one split
         u = int.from_bytes(hashlib.sha256(d["file"].encode()).digest()[:8], "big") / 2 ** 64
-        if (np.isin(d["kinds"][1:], _KEY_KINDS)).any():
+        if yaml_key_nodes(d["kinds"]).any():
             rows[int(np.searchsorted(frac, u, side="right"))].append(d)
     if not rows[0]:
         raise ValueError(f"yaml-keys: no document with a key in the training split (the corpus at {root} has "
@@ -531,18 +536,18 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
     removed = {}
     for k in range(3):
         if k:                                                       # disjoint: no dev/test document equals a train one
-            before, rows[k] = len(rows[k]), [d for d in rows[k] if _doc_hash(d) not in train]
+            before, rows[k] = len(rows[k]), [d for d in rows[k] if _doc_key(d) not in train]
             removed[("dev", "test")[k - 1]] = before - len(rows[k])
         if len(rows[k]) > sizes[k]:
             rows[k] = [
                 rows[k][i]
                 for i in np.sort(task_rng(seed, "yaml-keys", k).choice(len(rows[k]), sizes[k], replace=False))
             ]
-        if not k: train = {_doc_hash(d) for d in rows[0]}
+        if not k: train = {_doc_key(d) for d in rows[0]}
     tok_counts, tgt_counts = Counter(), Counter()
     for d in rows[0]:
         tok_counts.update(d["tree"].labels)
-        keys = np.isin(d["kinds"], _KEY_KINDS); keys[0] = False
+        keys = yaml_key_nodes(d["kinds"])
         tgt_counts.update(x for x, k in zip(yaml_targets(d["tree"], target), keys) if k)
     counted = SeqVocab.from_counts(tok_counts, min_count).tokens
     src_vocab = SeqVocab(["<mask>", "<doc>", *(t for t in counted if t not in ("<mask>", "<doc>"))])
@@ -553,7 +558,7 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
         examples = []
         for d in split:
             t, kinds = d["tree"], d["kinds"]
-            keys = np.isin(kinds, _KEY_KINDS); keys[0] = False
+            keys = yaml_key_nodes(kinds)
             mask = keys & (rng.random(len(t)) < mask_prob)
             if not mask.any(): mask[rng.choice(np.flatnonzero(keys))] = True       # at least one masked key
             examples.append(yaml_example(t, kinds, mask, src_vocab, tgt_vocab, target, node_kinds,

@@ -441,10 +441,8 @@ class _RowTracker(TreeTracker):
                 else: array[b, :d] = paths[b]
                 if len(path) > d: array[b, d:len(path)] = -1
             else: paths[b], depth[b], parents[b], done[b], array[b, :len(path)] = (), -1, -1, True, -1
-        self._pos = pos = object.__new__(TreePositions)                # as in `position`, inlined
-        pos.paths, pos.depth = torch.from_numpy(array.copy()), torch.from_numpy(np.array(depth, dtype=np.int64))
-        pos.trusted = True
-        return pos
+        self._pos = None
+        return self.position
 
     def allowed(self, vocab:ArityVocab) -> Tensor:
         if not isinstance(vocab, ArityVocab): raise TypeError(f"vocab must be an ArityVocab, got {type(vocab).__name__}")

@@ -9,9 +9,8 @@ from importlib import resources
 from pathlib import Path
 import numpy as np
 import torch
-from .readers import NodeKind
 from .corpora import yaml_corpus
-from .tasks import yaml_example, yaml_targets
+from .tasks import yaml_example, yaml_key_nodes, yaml_targets
 
 # %% auto #0
 __all__ = ['K8S_MANIFESTS', 'encoder_attention', 'yaml_analysis', 'k8s_probe']
@@ -27,8 +26,6 @@ def encoder_attention(model, # a `Transformer`
     return model.encode(src_ids, src_pos, src_kinds, need_weights=True)[3]
 
 # %% ../nbs/10b_yaml_keys.ipynb #97de7c87
-_KEYS = (int(NodeKind.KEY), int(NodeKind.LIST_KEY))
-
 def _parents(depth:torch.Tensor, paths:torch.Tensor) -> list[int]:
     "Token index of each token's parent in one example (-1 for the root and padding)."
     index, out = {}, []
@@ -41,7 +38,7 @@ def _parents(depth:torch.Tensor, paths:torch.Tensor) -> list[int]:
 
 def _keys(e) -> np.ndarray:
     "Indices of the key nodes of an example (a masked node's kind reads KEY, so masked keys are among them)."
-    return np.flatnonzero(np.isin(e.kinds, _KEYS) & (np.arange(len(e.src)) > 0))
+    return np.flatnonzero(yaml_key_nodes(e.kinds))
 
 def _doc_parts(t, target:str) -> list[tuple[str, str, str]]:
     "Per node: (resource kind or '', parent, key), the parts of its target read from the tree (labels may hold '::')."
@@ -138,7 +135,7 @@ def _probe_examples(task, docs:list[dict], node_kinds:str) -> tuple[list, Counte
         t, kinds = d["tree"], d["kinds"]
         if task.max_depth is not None and int(t.depth.max()) > task.max_depth: skipped["too_deep"] += 1; continue
         if task.n is not None and int(t.slot.max()) >= task.n: skipped["too_wide"] += 1; continue
-        for i in np.flatnonzero(np.isin(kinds, _KEYS) & (np.arange(len(t)) > 0)).tolist():
+        for i in np.flatnonzero(yaml_key_nodes(kinds)).tolist():
             mask = np.zeros(len(t), bool); mask[i] = True
             out.append(yaml_example(t, kinds, mask, task.src_vocab, task.tgt_vocab, task.info["target"], node_kinds,
                                     dict(file=d["file"], doc=d["doc"], node=i)))
@@ -163,7 +160,7 @@ def k8s_probe(model, # a trained `yaml-keys` model
     target, unk = task.info["target"], task.tgt_vocab.unk
     was = model.training
     model.eval()
-    n, tokens = Counter(), Counter()
+    n, tokens, mask_id = Counter(), Counter(), task.src_vocab.encode(["<mask>"])[0]
     for k in range(0, len(examples), batch_size):
         chunk = examples[k:k + batch_size]
         b = task.collate(chunk)
@@ -179,7 +176,7 @@ def k8s_probe(model, # a trained `yaml-keys` model
             if key == "replicas" and parent in ("spec", "status"):
                 n[f"{parent}_replicas"] += 1
                 n[f"{parent}_replicas_parent"] += got[1] == parent and got[2] == key
-            seen = np.flatnonzero(e.src_ids != task.src_vocab.encode(["<mask>"])[0])
+            seen = np.flatnonzero(e.src_ids != mask_id)
             tokens["all"] += len(seen); tokens["unk"] += int((e.src_ids[seen] == task.src_vocab.unk).sum())
     model.train(was)
     share = lambda a, b: a / b if b else float("nan")
