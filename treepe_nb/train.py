@@ -22,13 +22,14 @@ from .attention import ENCODINGS
 from .model import ModelConfig, Transformer, check_number, exact_match
 from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
 from .batching import Batch
+from .readers import load_yaml_data
 from .runs import (RunLock, append_record, load_checkpoint, read_metrics, rng_state, save_checkpoint,
                             set_rng_state, truncate_records, save_vocab)
 
 # %% auto #0
-__all__ = ['AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', 'nested_settings', 'amp_context',
-           'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate', 'resume_changes',
-           'Interrupted', 'train', 'plot_run']
+__all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', 'nested_settings',
+           'amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
+           'resume_changes', 'Interrupted', 'train', 'plot_run']
 
 # %% ../nbs/09_train.ipynb #35a7941b
 def _section(cls, d:dict, name:str) -> dict:
@@ -37,7 +38,13 @@ def _section(cls, d:dict, name:str) -> dict:
     if unknown: raise ValueError(f"unknown {name} settings {', '.join(map(repr, unknown))}; see treepe-train --help")
     return d
 
-def _default_model() -> ModelConfig: return ModelConfig(pe="ape-tree")
+RUN_PE = "ape-tree"   # a run's encoding where its model settings name none (a `ModelConfig` built by hand: sinusoidal)
+
+def _default_model() -> ModelConfig: return ModelConfig(pe=RUN_PE)
+
+def _model_config(d:dict) -> ModelConfig:
+    "A run's `ModelConfig` from a mapping of model settings: `RUN_PE` unless the mapping names `pe`."
+    return ModelConfig(**{"pe": RUN_PE, **_section(ModelConfig, d, "model")})
 
 AMP_MODES = ("cuda", "all", "off")   # where `TrainConfig.amp` turns bf16 autocast on
 
@@ -69,7 +76,7 @@ class TrainConfig:
     def __post_init__(self):
         if isinstance(self.task, str): self.task = TaskConfig(name=self.task)
         if isinstance(self.task, dict): self.task = TaskConfig(**_section(TaskConfig, self.task, "task"))
-        if isinstance(self.model, dict): self.model = ModelConfig(**_section(ModelConfig, self.model, "model"))
+        if isinstance(self.model, dict): self.model = _model_config(self.model)
         if not isinstance(self.task, TaskConfig): raise TypeError(f"task must be a TaskConfig, got {self.task!r}")
         if not isinstance(self.model, ModelConfig): raise TypeError(f"model must be a ModelConfig, got {self.model!r}")
         for name in ("steps", "batch_size"): check_number(self, name, int, 1)
@@ -138,17 +145,23 @@ def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the 
         raise ValueError(f"model must be a mapping of model settings, got {model!r:.60}")
     if not (d.get("task_options") is None or isinstance(d["task_options"], dict)):
         raise ValueError(f"task_options must be a mapping, got {d['task_options']!r:.60}")
+    flat = "task_options" in d or any(k in d for k in _FLAT_MODEL)
+    if flat and (model is not None or isinstance(task, dict)):
+        keys = [k for k in ("task_options", *_FLAT_MODEL) if k in d]
+        raise ValueError(f"{', '.join(keys)} at the top level is the flat form of older configurations, which cannot be "
+                         f"mixed with {'a model:' if model is not None else 'a task:'} section; move "
+                         f"{'it' if len(keys) == 1 else 'them'} into the model: (or task:) section")
     task = {"name": task} if isinstance(task, str) else dict(task or {})
     model = dict(model or {})
-    flat = "task_options" in d or any(k in d for k in _FLAT_MODEL)
+    twice = [f"{old} (task: has {new})" for old, new in _FLAT_TASK.items() if old != "task" and old in d and new in task]
+    if twice: raise ValueError(f"given both at the top level and in the task: section: {', '.join(twice)}; give each once")
     for old, new in _FLAT_TASK.items():
         if old in d: task[new] = d.pop(old)
     if flat:
         opts = d.pop("task_options", None)
         task["preset"] = "small" if opts is None else "paper"
         task["options"] = {_RENAMED_OPTIONS.get(k, k): v for k, v in (opts or {}).items()}
-        model = {**_FLAT_MODEL_SETTINGS, **{k: d.pop(k) for k in _FLAT_MODEL if k in d}, **model}
-        model.setdefault("pe", "ape-tree")                                # the flat form's default
+        model = {**_FLAT_MODEL_SETTINGS, **{k: d.pop(k) for k in _FLAT_MODEL if k in d}}   # pe: RUN_PE if absent
     if "max_nodes" in d: d["max_output_nodes"] = d.pop("max_nodes")
     unknown = sorted(set(d) - {f.name for f in fields(TrainConfig)})
     if unknown: raise ValueError(f"unknown settings {', '.join(unknown)}; see treepe-train --help")
@@ -335,14 +348,19 @@ def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> d
         if not (out / "config.yaml").exists():
             raise FileNotFoundError(f"nothing to resume in {out}: no config.yaml there" +
                                     ("" if out.exists() else " (the folder does not exist)"))
-        stored = TrainConfig.from_dict(yaml.safe_load((out / "config.yaml").read_text()))
+        stored = TrainConfig.from_dict(load_yaml_data((out / "config.yaml").read_bytes()))
         for k, (x, y) in resume_changes(stored, cfg).items():
             print(f"resuming {out} with {k} {x!r} -> {y!r}", file=sys.stderr)
-        if (out / "last.pt").exists():
-            return load_checkpoint(out / "last.pt", require=("model", "optimizer", "scheduler", "step", "rng"))
+        for name in ("last.pt", "best.pt"):           # last.pt, else best.pt (it holds the full state too)
+            if (out / name).exists():
+                ck = load_checkpoint(out / name, require=("model", "optimizer", "scheduler", "step", "rng"))
+                if name == "best.pt":
+                    print(f"{out} has no last.pt: resuming from best.pt at step {ck['step']} (the records after it "
+                          f"are made again)", file=sys.stderr)
+                return ck
         print(f"{out} has no checkpoint yet (stopped before its first): the run starts again from step 0, "
               f"which is where it was", file=sys.stderr)
-        for f in ("metrics.jsonl", "best.pt", "summary.json"): (out / f).unlink(missing_ok=True)
+        (out / "summary.json").unlink(missing_ok=True)   # the records are cut back to step 0 when training starts
         return None
     if held and not overwrite:
         raise FileExistsError(f"{out} already holds a run ({', '.join(held)}): continue it with --resume, or "
