@@ -21,12 +21,13 @@ from .runs import load_checkpoint, read_metrics
 from .model import ModelConfig
 from .tasks import TaskConfig, content_key
 from .model import exact_match
+from .evidence import code_version, results_dir
 
 # %% auto #0
 __all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A',
-           'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics', 'run_cell', 'add_analysis', 'results_dir',
-           'run_grid', 'bootstrap_statistic', 'bootstrap_mean', 'load_results', 'experiments_cli', 'summarise',
-           'compare', 'spearman']
+           'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics', 'run_cell', 'add_analysis', 'run_grid',
+           'bootstrap_statistic', 'bootstrap_mean', 'load_results', 'experiments_cli', 'summarise', 'compare',
+           'spearman']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -170,7 +171,7 @@ def run_cell(cfg:TrainConfig, # the cell
              result:str|Path, # the JSON file to write
             ) -> dict: # what was written
     "Train one cell, score its dev-best checkpoint on the test split, and store a small JSON record of the run."
-    t0 = time.perf_counter()
+    t0, code = time.perf_counter(), code_version()            # the code as the cell starts
     resume = (Path(cfg.out) / "last.pt").exists()              # an attempt that was cut off continues exactly
     train(cfg, progress=False, resume=resume, overwrite=not resume)
     seconds = time.perf_counter() - t0
@@ -184,7 +185,8 @@ def run_cell(cfg:TrainConfig, # the cell
     seen = {content_key(e.tgt) for e in task.train} if task.target != "labels" else None   # labels: no target tree
     data = {"sizes": [len(s) for s in task.splits.values()], "duplicates_removed": task.info.get("duplicates_removed"),
             "test_targets_in_train": None if seen is None else sum(content_key(e.tgt) in seen for e in task.test)}
-    record = {"config": cfg.to_dict(), "test": test, "best_step": ck["step"], "dev": evals, "seconds": seconds, "data": data,
+    record = {"config": cfg.to_dict(), "code": code, "test": test, "best_step": ck["step"], "dev": evals, "seconds": seconds,
+              "data": data,
               "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
               **({"analysis": analysis} if analysis else {}), **({"k8s": k8s} if k8s else {}),
               "machine": {"threads": torch.get_num_threads(), "torch": torch.__version__, "cpus": os.cpu_count(),
@@ -211,12 +213,6 @@ def _run_one(cfg, result, threads):
     torch.set_num_threads(threads)
     return run_cell(cfg, result)
 
-def results_dir() -> Path:
-    "Where grid records are stored: the repository's `nbs/results/experiments` (next to the package), else `./results/experiments`."
-    import treepe_nb
-    repo = Path(treepe_nb.__file__).resolve().parent.parent / "nbs"
-    return repo / "results" / "experiments" if repo.is_dir() else Path("results") / "experiments"
-
 def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
              results:str|Path|None=None, # stored records: RESULTS/GRID/CELL.json (default `results_dir()`)
              work:str|Path="runs/experiments", # checkpoints (large; not stored)
@@ -224,12 +220,14 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
              threads:int=1, # torch threads per process
              seeds:Sequence[int]=(0,), # one cell per seed
              progress:bool=True, # a progress bar over the cells
+             only:str|None=None, # a regular expression: only the cells whose name it matches (`re.search`)
              **settings, # for every cell (see `grid_configs`)
             ) -> list[Path]: # the records written now
-    "Run every cell of the grids that has no stored record yet, `jobs` at a time."
+    "Run every cell of the grids that has no stored record yet (and whose name `only` matches), `jobs` at a time."
     results = Path(results) if results is not None else results_dir()
     todo = [(cfg, results / name / f"{label}.json") for name in names
-            for label, cfg in grid_configs(name, seeds, work, threads=threads, **settings).items()]
+            for label, cfg in grid_configs(name, seeds, work, threads=threads, **settings).items()
+            if only is None or re.search(only, label)]
     todo = [(c, r) for c, r in todo if not r.exists()]
     done = []
     with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
@@ -332,6 +330,7 @@ def experiments_cli(argv:Sequence[str]|None=None):
     p.add_argument("--jobs", type=int, default=2, help="cells run at once (default: 2)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per cell (default: 1)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one cell per seed (default: 0)")
+    p.add_argument("--only", default=None, metavar="REGEX", help="only the cells whose name matches, e.g. 'tree-ops-.*-s[34]'")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a setting of every cell (YAML value): a TrainConfig field or a model./task. field, "
                         "e.g. --set steps=50000 --set d_model=512 --set model.decay=0.98 --set task.preset=paper")
@@ -340,7 +339,11 @@ def experiments_cli(argv:Sequence[str]|None=None):
     for kv in args.set:
         if "=" not in kv: p.error(f"--set needs KEY=VALUE, got {kv!r}")
         k, v = kv.split("=", 1); settings[k.strip()] = yaml.safe_load(v)
-    try: cells = {g: grid_configs(g, args.seeds, args.work, **settings) for g in args.grids}
+    try:
+        if args.only is not None: re.compile(args.only)
+        cells = {g: {k: c for k, c in grid_configs(g, args.seeds, args.work, **settings).items()
+                     if args.only is None or re.search(args.only, k)} for g in args.grids}
+    except re.error as e: p.error(f"--only {args.only!r} is not a regular expression: {e}")
     except (ValueError, TypeError) as e: p.error(str(e))
     if args.command == "list":
         for g, cs in cells.items():
@@ -352,7 +355,7 @@ def experiments_cli(argv:Sequence[str]|None=None):
             for f in sorted((results / g).glob("yaml-keys-*.json")):
                 if "analysis" not in json.loads(f.read_text()): add_analysis(f); print(f"analysed {f}")
         return
-    run_grid(args.grids, results, args.work, args.jobs, args.threads, args.seeds, **settings)
+    run_grid(args.grids, results, args.work, args.jobs, args.threads, args.seeds, only=args.only, **settings)
 
 if __name__ == "__main__" and "ipykernel" not in sys.modules and "execnb" not in sys.modules:
     experiments_cli()
