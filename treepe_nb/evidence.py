@@ -11,7 +11,9 @@ import numpy as np
 from scipy import stats
 
 # %% auto #0
-__all__ = ['code_version', 'results_dir']
+__all__ = ['VERDICTS', 'code_version', 'results_dir', 'bootstrap_statistic', 'bootstrap_mean', 'seed_interval', 'resolve',
+           'paired_evidence', 'spearman', 'rank_agreement', 'pooled_agreement', 'verdict_row', 'write_verdicts',
+           'verdicts_table']
 
 # %% ../nbs/09d_evidence.ipynb #14ce7d34
 def _git(root:Path, *args) -> str|None:
@@ -32,3 +34,212 @@ def results_dir() -> Path:
     import treepe_nb
     repo = Path(treepe_nb.__file__).resolve().parent.parent / "nbs"
     return repo / "results" / "experiments" if repo.is_dir() else Path("results") / "experiments"
+
+# %% ../nbs/09d_evidence.ipynb #414033a6
+def _per_seed(values, what:str) -> list[np.ndarray]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not len(values):
+        raise TypeError(f"{what} must be a non-empty list with one list of per-example values per seed")
+    out = [np.asarray(v, dtype=float) for v in values]
+    for s, v in enumerate(out):
+        if v.ndim != 1 or not len(v): raise ValueError(f"{what}[{s}] must be a non-empty list of numbers, got shape {v.shape}")
+    return out
+
+def _check_draws(level, resamples):
+    if not 0 < level < 1: raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
+
+def bootstrap_statistic(outcomes:dict[str, Sequence[Sequence[float]]], # method: per seed, one value per test example
+                        statistic:Callable[[dict], np.ndarray], # methods' means (arrays of draws) -> an array of values
+                        weights:dict[str, Sequence[Sequence[float]]]|None=None, # method: per-example weights (default 1)
+                        level:float=0.95, # coverage of the interval
+                        resamples:int=2000, # bootstrap draws
+                        seed:int=0, # seed of the resampling
+                        keep_draws:bool=False, # also return the statistic of every draw (`draws`)
+                       ) -> dict: # value, low, high, seeds, examples (and draws)
+    """A statistic of several methods' (weighted) means on the same seeds and test examples, with a paired bootstrap
+    interval: each draw resamples the seeds, then the examples within each seed, the same ones for every method."""
+    if not isinstance(outcomes, dict) or not outcomes: raise TypeError("outcomes must be a non-empty dict method: values")
+    xs = {k: _per_seed(v, f"outcomes[{k!r}]") for k, v in outcomes.items()}
+    ws = {k: _per_seed(weights[k], f"weights[{k!r}]") if weights and k in weights else [np.ones_like(x) for x in xs[k]]
+          for k in xs}
+    first = next(iter(xs))
+    shape = [len(x) for x in xs[first]]
+    for k in xs:
+        for what, v in (("outcomes", xs[k]), ("weights", ws[k])):
+            if [len(x) for x in v] != shape:
+                raise ValueError(f"{what}[{k!r}] must pair with outcomes[{first!r}]: seeds x examples "
+                                 f"{[len(x) for x in v]} != {shape}")
+        if any((w < 0).any() or w.sum() <= 0 for w in ws[k]):
+            raise ValueError(f"weights[{k!r}] must be >= 0 with a positive sum per seed")
+    _check_draws(level, resamples)
+    rng, S = np.random.default_rng(seed), len(shape)
+    pick, means = rng.integers(0, S, (resamples, S)), {k: np.empty((resamples, S)) for k in xs}   # seeds of each draw
+    for s in range(S):
+        draw, slot = np.nonzero(pick == s)
+        take = rng.integers(0, shape[s], (len(draw), shape[s]))                   # examples, shared by the methods
+        for k in xs:
+            x, w = xs[k][s][take], ws[k][s][take]
+            means[k][draw, slot] = (x * w).sum(1) / np.maximum(w.sum(1), 1e-300)
+    draws = np.asarray(statistic({k: m.mean(1) for k, m in means.items()}), float)
+    point = statistic({k: np.array([np.mean([(x * w).sum() / w.sum() for x, w in zip(xs[k], ws[k])])]) for k in xs})
+    low, high = np.nanquantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return dict(value=float(np.asarray(point).ravel()[0]), low=float(low), high=float(high), seeds=S, examples=sum(shape),
+                **({"draws": draws} if keep_draws else {}))
+
+def bootstrap_mean(outcomes:Sequence[Sequence[float]], # per seed, one value per test example (e.g. a record's `exact_matches`)
+                   baseline:Sequence[Sequence[float]]|None=None, # the same seeds and examples under another method: the interval of the difference
+                   level:float=0.95, # coverage of the interval
+                   resamples:int=2000, # bootstrap draws
+                   seed:int=0, # seed of the resampling
+                   weights:Sequence[Sequence[float]]|None=None, # per seed and example: weighted means (e.g. NLL per token: weights = tokens)
+                  ) -> dict: # mean, low, high, seeds, examples
+    "The mean of the per-seed means, with a bootstrap interval that resamples seeds, then examples within each seed."
+    xs = {"x": outcomes, **({"b": baseline} if baseline is not None else {})}
+    try: r = bootstrap_statistic(xs, lambda m: m["x"] - m.get("b", 0), None if weights is None else dict.fromkeys(xs, weights),
+                                 level, resamples, seed)
+    except ValueError as e: raise ValueError(str(e).replace("outcomes['b']", "baseline").replace("outcomes['x']", "outcomes")
+                                             .replace("weights['x']", "weights").replace("['b']", "")) from None
+    return dict(mean=r["value"], **{k: r[k] for k in ("low", "high", "seeds", "examples")})
+
+
+# %% ../nbs/09d_evidence.ipynb #9549bec7
+def seed_interval(values:Sequence[float], # one value per seed (e.g. each seed's difference between two methods)
+                  level:float=0.95, # coverage of the interval
+                 ) -> dict: # value (the mean), low, high, seeds; low and high are NaN with fewer than 2 seeds
+    "Student's t interval of the mean of per-seed values, with S - 1 degrees of freedom."
+    v = np.asarray(values, float)
+    if v.ndim != 1 or not len(v): raise ValueError(f"values must be a non-empty list of numbers, one per seed, got shape {v.shape}")
+    if not np.isfinite(v).all(): raise ValueError(f"values must be finite, got {v.tolist()}")
+    _check_draws(level, 1)
+    mean, S = float(v.mean()), len(v)
+    if S < 2: return dict(value=mean, low=math.nan, high=math.nan, seeds=S)
+    half = float(stats.t.ppf((1 + level) / 2, S - 1) * v.std(ddof=1) / math.sqrt(S))
+    return dict(value=mean, low=mean - half, high=mean + half, seeds=S)
+
+VERDICTS = ("negative", "positive", "unresolved")   # the sign of a statistic where both intervals agree on it
+
+def resolve(*intervals:tuple[float, float] # (low, high) pairs, e.g. the example-level and the seed-level interval
+           ) -> str: # one of `VERDICTS`
+    "`negative` or `positive` when every interval excludes 0 on that side, else `unresolved` (NaN bounds never resolve)."
+    if all(hi < 0 for _, hi in intervals): return "negative"
+    if all(lo > 0 for lo, _ in intervals): return "positive"
+    return "unresolved"
+
+def paired_evidence(outcomes:dict[str, Sequence[Sequence[float]]], # method: per seed, one value per test example
+                    statistic:Callable[[dict], np.ndarray], # methods' means -> values (vectorised, as in `bootstrap_statistic`)
+                    weights:dict[str, Sequence[Sequence[float]]]|None=None, # method: per-example weights (default 1)
+                    level:float=0.95, # coverage of both intervals
+                    resamples:int=2000, # bootstrap draws
+                    seed:int=0, # seed of the resampling
+                   ) -> dict: # value, low, high (examples), seed_low, seed_high, seed_values, seeds, examples, verdict
+    """A statistic of several methods on the same seeds and test examples with two intervals: the paired bootstrap over
+    seeds and examples (`low`, `high`) and Student's t over the per-seed statistics (`seed_low`, `seed_high`); the
+    verdict is resolved only where both exclude 0."""
+    b = bootstrap_statistic(outcomes, statistic, weights, level, resamples, seed)
+    xs = {k: _per_seed(v, f"outcomes[{k!r}]") for k, v in outcomes.items()}
+    ws = {k: _per_seed(weights[k], f"weights[{k!r}]") if weights and k in weights else [np.ones_like(x) for x in xs[k]]
+          for k in xs}
+    per_seed = [float(np.asarray(statistic({k: np.array([(xs[k][s] * ws[k][s]).sum() / ws[k][s].sum()]) for k in xs}))
+                      .ravel()[0]) for s in range(b["seeds"])]
+    t = seed_interval(per_seed, level)
+    return dict(b, seed_low=t["low"], seed_high=t["high"], seed_values=per_seed,
+                verdict=resolve((b["low"], b["high"]), (t["low"], t["high"])))
+
+# %% ../nbs/09d_evidence.ipynb #6e69fecf
+def _ranks(v) -> np.ndarray:
+    "Ranks from 0, ties sharing their average rank."
+    v = np.asarray(v, float)
+    r = np.empty(len(v))
+    r[v.argsort(kind="stable")] = np.arange(len(v))
+    for x in np.unique(v): r[v == x] = r[v == x].mean()
+    return r
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    "Spearman's rank correlation of two equally long sequences (average ranks for ties)."
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError(f"need two sequences of one length >= 2, got {len(a)} and {len(b)}")
+    ra, rb = _ranks(a), _ranks(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(((ra - ra.mean()) * (rb - rb.mean())).mean() / (ra.std() * rb.std()))
+
+# %% ../nbs/09d_evidence.ipynb #77ac56a8
+_EXACT_UP_TO = 9     # 9! = 362,880 orderings: exact; beyond, the null is drawn
+
+def _null_rhos(ours, paper, draws:int=200_000, seed:int=0) -> np.ndarray:
+    "Spearman's rho of every ordering of `ours` against `paper` (all n! of them up to 9 values, else `draws` random ones)."
+    ro, rp = _ranks(ours), _ranks(paper)
+    n = len(ro)
+    perms = (np.array(list(itertools.permutations(range(n)))) if n <= _EXACT_UP_TO else
+             np.argsort(np.random.default_rng(seed).random((draws, n)), 1))
+    x = ro[perms] - ro.mean()
+    y = rp - rp.mean()
+    return (x @ y) / (np.sqrt((x ** 2).sum(1)) * np.sqrt((y ** 2).sum()))
+
+def rank_agreement(ours:Sequence[float], # our values of the methods (e.g. perplexities)
+                   paper:Sequence[float], # the paper's values of the same methods, in the same order
+                  ) -> dict: # rho, p (one-sided: the share of orderings with rho >= ours), orderings, exact
+    "Spearman's rho of two orderings and its exact permutation p-value (one-sided: agreement)."
+    rho = spearman(ours, paper)
+    if math.isnan(rho): raise ValueError("rho is undefined where one side has every value equal")
+    null = _null_rhos(ours, paper)
+    return dict(rho=rho, p=float((null >= rho - 1e-9).mean()), orderings=len(null), exact=len(ours) <= _EXACT_UP_TO)
+
+def pooled_agreement(columns:Sequence[tuple[Sequence[float], Sequence[float]]], # (ours, paper) per column
+                    ) -> dict: # mean_rho, p (exact, one-sided), columns
+    "The mean Spearman rho over columns, with the exact p-value of the mean under independent orderings in every column."
+    if not columns: raise ValueError("columns must hold at least one (ours, paper) pair")
+    if any(len(o) > _EXACT_UP_TO for o, _ in columns): raise ValueError(f"the pooled test is exact up to {_EXACT_UP_TO} methods")
+    rhos = [rank_agreement(o, p)["rho"] for o, p in columns]
+    values, probs = np.zeros(1), np.ones(1)
+    for o, p in columns:                                   # convolve the columns' null distributions of rho
+        v, counts = np.unique(np.round(_null_rhos(o, p), 9), return_counts=True)
+        s, w = (values[:, None] + v).ravel(), (probs[:, None] * counts / counts.sum()).ravel()
+        values, inverse = np.unique(np.round(s, 9), return_inverse=True)
+        probs = np.bincount(inverse, w)
+    total = sum(rhos)
+    return dict(mean_rho=total / len(rhos), p=float(probs[values >= total - 1e-6].sum()), columns=len(rhos))
+
+# %% ../nbs/09d_evidence.ipynb #bc7d6601
+def verdict_row(comparison:str, # what is compared, e.g. "tree-rotate dfs: stack - ape-tree"
+                metric:str, # the metric, e.g. "test NLL per token"
+                ev:dict, # from `paired_evidence`
+                verdict:str, # the verdict in words ("tie" where `ev['verdict']` is unresolved)
+               ) -> dict:
+    "One row of `verdicts.json` from a `paired_evidence` result."
+    return dict(comparison=comparison, metric=metric, estimate=ev["value"], example_interval=[ev["low"], ev["high"]],
+                seed_interval=[ev["seed_low"], ev["seed_high"]], seeds=ev["seeds"], examples=ev["examples"],
+                resolved=ev["verdict"] != "unresolved", verdict=verdict)
+
+def _plain(x):
+    if isinstance(x, float): return None if math.isnan(x) else x
+    if isinstance(x, dict): return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)): return [_plain(v) for v in x]
+    return x.item() if isinstance(x, np.generic) else x
+
+def write_verdicts(chapter:str, # the chapter the rows belong to, e.g. "10_experiments"
+                   rows:list[dict], # from `verdict_row`
+                   path:str|Path|None=None, # default: results_dir() / "verdicts.json"
+                  ) -> Path:
+    "Replace one chapter's verdicts in `verdicts.json` (NaN bounds are written as null), keeping the other chapters'."
+    path = Path(path) if path is not None else results_dir() / "verdicts.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data[chapter] = _plain(rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
+    tmp.replace(path)
+    return path
+
+def verdicts_table(rows:list[dict], # `verdicts.json` rows
+                   digits:int=3, # decimals of the numbers
+                  ) -> str: # Markdown
+    "The rows as a Markdown table: comparison, metric, estimate, both 95% intervals, seeds × examples, verdict."
+    def iv(x): return "–" if x[0] is None or (isinstance(x[0], float) and math.isnan(x[0])) else \
+        f"[{x[0]:+.{digits}f}, {x[1]:+.{digits}f}]"
+    return ("| comparison | metric | estimate | 95%, seeds and examples | 95%, seeds (t) | seeds × examples | verdict |\n"
+            "|---|---|---|---|---|---|---|\n" + "\n".join(
+                f"| {r['comparison']} | {r['metric']} | {r['estimate']:+.{digits}f} | {iv(r['example_interval'])} | "
+                f"{iv(r['seed_interval'])} | {r['seeds']} × {r['examples'] // max(r['seeds'], 1)} | {r['verdict']} |"
+                for r in rows))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_experiments.ipynb #3987bc95
 from __future__ import annotations
-import argparse, json, math, os, re, sys, time
+import argparse, json, math, os, re, subprocess, sys, time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import fields
@@ -19,15 +19,15 @@ from .trees import Tree
 from .train import TrainConfig, build, train, evaluate, decode_split, batch_loss
 from .runs import load_checkpoint, read_metrics
 from .model import ModelConfig
-from .tasks import TaskConfig, content_key
+from .tasks import TaskConfig, content_key, make_task
 from .model import exact_match
-from .evidence import code_version, results_dir
+from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap_mean, spearman, paired_evidence,
+                                 rank_agreement, pooled_agreement, verdict_row, write_verdicts, verdicts_table)
 
 # %% auto #0
 __all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A',
-           'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics', 'run_cell', 'add_analysis', 'run_grid',
-           'bootstrap_statistic', 'bootstrap_mean', 'load_results', 'experiments_cli', 'summarise', 'compare',
-           'spearman']
+           'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics', 'record_data', 'run_cell', 'add_analysis',
+           'trace_record', 'run_grid', 'load_results', 'experiments_cli', 'summarise', 'compare']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -167,6 +167,12 @@ def test_metrics(model, task, split: str = "test", batch_size: int = 64, max_out
     return m
 
 
+def record_data(task) -> dict: # sizes, duplicates_removed, test_targets_in_train (None for label tasks)
+    "What a record stores about its data: the split sizes, the duplicates removed, and the test targets also in training."
+    seen = {content_key(e.tgt) for e in task.train} if task.target != "labels" else None   # labels: no target tree
+    return {"sizes": [len(s) for s in task.splits.values()], "duplicates_removed": task.info.get("duplicates_removed"),
+            "test_targets_in_train": None if seen is None else sum(content_key(e.tgt) in seen for e in task.test)}
+
 def run_cell(cfg:TrainConfig, # the cell
              result:str|Path, # the JSON file to write
             ) -> dict: # what was written
@@ -182,11 +188,8 @@ def run_cell(cfg:TrainConfig, # the cell
     trains, evals = read_metrics(cfg.out)
     analysis = yaml_analysis(model, task) if cfg.task.name == "yaml-keys" else None
     k8s = k8s_probe(model, task) if cfg.task.name == "yaml-keys" else None
-    seen = {content_key(e.tgt) for e in task.train} if task.target != "labels" else None   # labels: no target tree
-    data = {"sizes": [len(s) for s in task.splits.values()], "duplicates_removed": task.info.get("duplicates_removed"),
-            "test_targets_in_train": None if seen is None else sum(content_key(e.tgt) in seen for e in task.test)}
     record = {"config": cfg.to_dict(), "code": code, "test": test, "best_step": ck["step"], "dev": evals, "seconds": seconds,
-              "data": data,
+              "data": record_data(task),
               "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
               **({"analysis": analysis} if analysis else {}), **({"k8s": k8s} if k8s else {}),
               "machine": {"threads": torch.get_num_threads(), "torch": torch.__version__, "cpus": os.cpu_count(),
@@ -208,6 +211,34 @@ def add_analysis(result:str|Path, # a stored `yaml-keys` record whose run folder
     record["analysis"] = yaml_analysis(model, task)
     result.write_text(json.dumps(record, indent=1))
     return record["analysis"]
+
+def _stored_by(path:Path) -> str|None:
+    "The commit that last changed a file in git, if the file is in a git checkout."
+    out = subprocess.run(["git", "-C", str(path.parent), "log", "-1", "--format=%H", "--", path.name],
+                         capture_output=True, text=True)
+    return out.stdout.strip() or None
+
+def trace_record(result:str|Path, # a stored record
+                ) -> list[str]: # the fields added ("data", "code"); empty if it had both
+    """Add what a record made before records were traceable lacks: `data` (rebuilt from its config: the tasks are seeded)
+    and `code` (inferred: the parent of the commit that stored the record, so the code it ran at is that one or older)."""
+    result = Path(result)
+    record, added = json.loads(result.read_text()), []
+    if "data" not in record:
+        record["data"] = record_data(make_task(TrainConfig.from_dict(record["config"]).task)); added.append("data")
+    if "code" not in record:
+        stored = _stored_by(result)
+        parent = stored and subprocess.run(["git", "-C", str(result.parent), "rev-parse", f"{stored}^"],
+                                           capture_output=True, text=True).stdout.strip()
+        if not parent: raise ValueError(f"{result}: no code recorded and no git history to infer it from")
+        record["code"] = {"commit": parent, "dirty": None, "version": None,
+                          "inferred": f"made before records stored their code; {stored} stored it, so it ran at {parent} "
+                                      f"or an older commit"}
+        added.append("code")
+    if added:
+        result.with_suffix(".tmp").write_text(json.dumps(record, indent=1))
+        result.with_suffix(".tmp").replace(result)
+    return added
 
 def _run_one(cfg, result, threads):
     torch.set_num_threads(threads)
@@ -236,74 +267,6 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
             f.result(); done.append(futures[f])
     return done
 
-# %% ../nbs/10_experiments.ipynb #414033a6
-def _per_seed(values, what:str) -> list[np.ndarray]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not len(values):
-        raise TypeError(f"{what} must be a non-empty list with one list of per-example values per seed")
-    out = [np.asarray(v, dtype=float) for v in values]
-    for s, v in enumerate(out):
-        if v.ndim != 1 or not len(v): raise ValueError(f"{what}[{s}] must be a non-empty list of numbers, got shape {v.shape}")
-    return out
-
-def _check_draws(level, resamples):
-    if not 0 < level < 1: raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
-
-def bootstrap_statistic(outcomes:dict[str, Sequence[Sequence[float]]], # method: per seed, one value per test example
-                        statistic:Callable[[dict], np.ndarray], # methods' means (arrays of draws) -> an array of values
-                        weights:dict[str, Sequence[Sequence[float]]]|None=None, # method: per-example weights (default 1)
-                        level:float=0.95, # coverage of the interval
-                        resamples:int=2000, # bootstrap draws
-                        seed:int=0, # seed of the resampling
-                        keep_draws:bool=False, # also return the statistic of every draw (`draws`)
-                       ) -> dict: # value, low, high, seeds, examples (and draws)
-    """A statistic of several methods' (weighted) means on the same seeds and test examples, with a paired bootstrap
-    interval: each draw resamples the seeds, then the examples within each seed, the same ones for every method."""
-    if not isinstance(outcomes, dict) or not outcomes: raise TypeError("outcomes must be a non-empty dict method: values")
-    xs = {k: _per_seed(v, f"outcomes[{k!r}]") for k, v in outcomes.items()}
-    ws = {k: _per_seed(weights[k], f"weights[{k!r}]") if weights and k in weights else [np.ones_like(x) for x in xs[k]]
-          for k in xs}
-    first = next(iter(xs))
-    shape = [len(x) for x in xs[first]]
-    for k in xs:
-        for what, v in (("outcomes", xs[k]), ("weights", ws[k])):
-            if [len(x) for x in v] != shape:
-                raise ValueError(f"{what}[{k!r}] must pair with outcomes[{first!r}]: seeds x examples "
-                                 f"{[len(x) for x in v]} != {shape}")
-        if any((w < 0).any() or w.sum() <= 0 for w in ws[k]):
-            raise ValueError(f"weights[{k!r}] must be >= 0 with a positive sum per seed")
-    _check_draws(level, resamples)
-    rng, S = np.random.default_rng(seed), len(shape)
-    pick, means = rng.integers(0, S, (resamples, S)), {k: np.empty((resamples, S)) for k in xs}   # seeds of each draw
-    for s in range(S):
-        draw, slot = np.nonzero(pick == s)
-        take = rng.integers(0, shape[s], (len(draw), shape[s]))                   # examples, shared by the methods
-        for k in xs:
-            x, w = xs[k][s][take], ws[k][s][take]
-            means[k][draw, slot] = (x * w).sum(1) / np.maximum(w.sum(1), 1e-300)
-    draws = np.asarray(statistic({k: m.mean(1) for k, m in means.items()}), float)
-    point = statistic({k: np.array([np.mean([(x * w).sum() / w.sum() for x, w in zip(xs[k], ws[k])])]) for k in xs})
-    low, high = np.nanquantile(draws, [(1 - level) / 2, (1 + level) / 2])
-    return dict(value=float(np.asarray(point).ravel()[0]), low=float(low), high=float(high), seeds=S, examples=sum(shape),
-                **({"draws": draws} if keep_draws else {}))
-
-def bootstrap_mean(outcomes:Sequence[Sequence[float]], # per seed, one value per test example (e.g. a record's `exact_matches`)
-                   baseline:Sequence[Sequence[float]]|None=None, # the same seeds and examples under another method: the interval of the difference
-                   level:float=0.95, # coverage of the interval
-                   resamples:int=2000, # bootstrap draws
-                   seed:int=0, # seed of the resampling
-                   weights:Sequence[Sequence[float]]|None=None, # per seed and example: weighted means (e.g. NLL per token: weights = tokens)
-                  ) -> dict: # mean, low, high, seeds, examples
-    "The mean of the per-seed means, with a bootstrap interval that resamples seeds, then examples within each seed."
-    xs = {"x": outcomes, **({"b": baseline} if baseline is not None else {})}
-    try: r = bootstrap_statistic(xs, lambda m: m["x"] - m.get("b", 0), None if weights is None else dict.fromkeys(xs, weights),
-                                 level, resamples, seed)
-    except ValueError as e: raise ValueError(str(e).replace("outcomes['b']", "baseline").replace("outcomes['x']", "outcomes")
-                                             .replace("weights['x']", "weights").replace("['b']", "")) from None
-    return dict(mean=r["value"], **{k: r[k] for k in ("low", "high", "seeds", "examples")})
-
-
 # %% ../nbs/10_experiments.ipynb #f61c29af
 def load_results(results:str|Path|None=None, # the folder `run_grid` writes (default `results_dir()`)
                  grid:str|None=None, # one grid, or all
@@ -322,8 +285,9 @@ def load_results(results:str|Path|None=None, # the folder `run_grid` writes (def
 def experiments_cli(argv:Sequence[str]|None=None):
     "`python -m treepe_nb.experiments run GRID ...`: run the grids' missing cells and store their records."
     p = argparse.ArgumentParser(prog="treepe-experiments", description="Run the comparison grids of chapter 10.")
-    p.add_argument("command", choices=["run", "list", "analyse"],
-                   help="run the missing cells, list the cells, or add the YAML analysis to stored yaml-keys records")
+    p.add_argument("command", choices=["run", "list", "analyse", "trace"],
+                   help="run the missing cells, list the cells, add the YAML analysis to stored yaml-keys records, or "
+                        "add the data and the (inferred) code to stored records made before records stored them")
     p.add_argument("grids", nargs="+", choices=list(GRIDS), help="grids to run")
     p.add_argument("--results", default=None, help=f"where records are stored (default: {results_dir()})")
     p.add_argument("--work", default="runs/experiments", help="where checkpoints go (default: runs/experiments)")
@@ -354,6 +318,11 @@ def experiments_cli(argv:Sequence[str]|None=None):
         for g in args.grids:
             for f in sorted((results / g).glob("yaml-keys-*.json")):
                 if "analysis" not in json.loads(f.read_text()): add_analysis(f); print(f"analysed {f}")
+        return
+    if args.command == "trace":
+        for g in args.grids:
+            for f in tqdm(sorted((results / g).glob("*.json")), desc=g, disable=not sys.stderr.isatty()):
+                if added := trace_record(f): print(f"{f}: added {', '.join(added)}")
         return
     run_grid(args.grids, results, args.work, args.jobs, args.threads, args.seeds, only=args.only, **settings)
 
@@ -406,9 +375,9 @@ def compare(entries:dict[str, dict], # method: its `summarise` entry, all on one
             statistic:Callable[[dict], np.ndarray], # methods' means (arrays over draws) -> values, e.g. a difference
             metric:str="perplexity", # compared as mean NLL per token for perplexity, else as the metric itself
             resamples:int=2000, # bootstrap draws
-            keep_draws:bool=False, # also return the statistic of every draw
-           ) -> dict: # value, low, high, seeds, examples (see `bootstrap_statistic`)
-    "A statistic of several configurations, with a paired interval over their common seeds and the same test examples."
+           ) -> dict: # value, low, high, seed_low, seed_high, seeds, examples, verdict (see `paired_evidence`)
+    """A statistic of several configurations on their common seeds and the same test examples, with both intervals of
+    `paired_evidence` (over seeds and examples; over seeds alone) and its verdict."""
     seeds = sorted(set.intersection(*({r["seed"] for r in s["records"]} for s in entries.values())))
     if not seeds: raise ValueError(f"{', '.join(entries)} have no seed in common")
     xs, ws = {}, {}
@@ -416,7 +385,7 @@ def compare(entries:dict[str, dict], # method: its `summarise` entry, all on one
         per = _per_example([r for r in s["records"] if r["seed"] in seeds], metric)
         if per is None: raise ValueError(f"{k}: its records store no per-example {metric}")
         xs[k], ws[k] = per
-    return bootstrap_statistic(xs, statistic, ws, resamples=resamples, keep_draws=keep_draws)
+    return paired_evidence(xs, statistic, ws, resamples=resamples)
 
 # %% ../nbs/10_experiments.ipynb #df8f481c
 TREE_TASKS = ("tree-copy", "tree-rotate", "tree-c3", "tree-ops")
@@ -434,25 +403,6 @@ PAPER_TABLE_2A = {  # Table 2a: test perplexity on sequences of ~100 tokens (rot
     "rotary": {"seq-copy": 1.00, "seq-repeat": 1.08, "seq-reverse": 1.09},
     "ape-seq": {"seq-copy": 1.00, "seq-repeat": 1.00, "seq-reverse": 1.01},
 }
-
-# %% ../nbs/10_experiments.ipynb #6e69fecf
-def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    "Spearman's rank correlation of two equally long sequences (average ranks for ties)."
-    if len(a) != len(b) or len(a) < 2:
-        raise ValueError(f"need two sequences of one length >= 2, got {len(a)} and {len(b)}")
-
-    def ranks(v):
-        v = np.asarray(v, float)
-        r = np.empty(len(v))
-        r[v.argsort(kind="stable")] = np.arange(len(v))
-        for x in np.unique(v):
-            r[v == x] = r[v == x].mean()
-        return r
-
-    ra, rb = ranks(a), ranks(b)
-    if ra.std() == 0 or rb.std() == 0:
-        return float("nan")
-    return float(((ra - ra.mean()) * (rb - rb.mean())).mean() / (ra.std() * rb.std()))
 
 # %% ../nbs/10_experiments.ipynb #30f54861
 from .yaml_keys import encoder_attention, yaml_analysis, k8s_probe   # chapter 10b; run_cell stores them
