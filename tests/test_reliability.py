@@ -61,3 +61,89 @@ def test_resume_without_last_pt_continues_from_best_pt(tmp_path, capsys):
     assert "resuming from best.pt at step 10" in capsys.readouterr().err
     assert [r["loss"] for r in read_metrics(part)[0]] == [r["loss"] for r in read_metrics(tmp_path / "whole")[0]]
     assert read_metrics(part)[1] == read_metrics(tmp_path / "whole")[1]
+
+
+# 4. one rule for repeats: a file's repeats by content (whatever the text), across splits make_task's source rule
+def test_pairs_repeats_are_judged_by_content(tmp_path):
+    import json
+    from treepe_nb.tasks import make_task
+    lines = [{"source": f"(a b{i})", "target": f"(b{i} a)"} for i in range(40)]
+    lines.append({"source": "(a  b0 )", "target": "( b0 a)"})                # pair 0 again, other whitespace
+    (tmp_path / "train.jsonl").write_text("\n".join(map(json.dumps, lines)))
+    (tmp_path / "dev.jsonl").write_text("\n".join(map(json.dumps, [{"source": "(a  b1 )", "target": "(b1 a)"},
+                                                                     {"source": "(c d)", "target": "(d c)"}])))
+    (tmp_path / "test.jsonl").write_text(json.dumps({"source": "(e f)", "target": "(f e)"}))
+    task = make_task(TaskConfig("pairs", options={"data": str(tmp_path / "train.jsonl"), "dev": str(tmp_path / "dev.jsonl"),
+                                                  "test": str(tmp_path / "test.jsonl")}))
+    assert task.info["dropped_repeats"] == [1, 0, 0]
+    assert task.info["duplicates_removed"] == {"dev": 1, "test": 0}
+    assert [len(s) for s in task.splits.values()] == [40, 1, 1]
+
+
+# 5. dev and test the training file: an error, not "dev perplexity 1.000" from 0 tokens
+def test_dev_and_test_that_repeat_training_are_refused(tmp_path):
+    import json
+    from treepe_nb.tasks import make_task
+    (tmp_path / "f.jsonl").write_text("\n".join(json.dumps({"source": f"(a b{i})", "target": f"(b{i} a)"}) for i in range(9)))
+    f = str(tmp_path / "f.jsonl")
+    with pytest.raises(ValueError, match="the dev split is empty: each of its 9 examples"):
+        make_task(TaskConfig("pairs", options={"data": f, "dev": f, "test": f}))
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    "A tiny trained run, and a second one on another task, for the run-folder tests."
+    d = tmp_path_factory.mktemp("runs")
+    torch.set_num_threads(1)
+    for name, task in (("copy", "tree-copy"), ("rotate", "tree-rotate")):
+        train(TrainConfig(TaskConfig(task, sizes=(32, 4, 4)), ModelConfig(pe="stack", d_model=16, num_heads=2),
+                          steps=4, eval_every=2, eval_examples=2, out=str(d / name)), progress=False)
+    return d
+
+
+# 6. a run's checkpoint and its config.yaml must agree: predict and eval use the checkpoint's, and say when they differ
+def test_an_edited_config_or_a_foreign_checkpoint_is_refused(tiny_run, tmp_path, capsys):
+    import shutil, yaml
+    from treepe_nb.predict import load_run
+    from treepe_nb.cli import eval_cli
+    edited = tmp_path / "edited"
+    shutil.copytree(tiny_run / "copy", edited)
+    cfg = yaml.safe_load((edited / "config.yaml").read_text())
+    cfg["model"]["pe"] = "ape-tree"
+    (edited / "config.yaml").write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ValueError, match="model.pe 'stack' in the checkpoint, 'ape-tree' in config.yaml"):
+        load_run(edited)
+    foreign = tmp_path / "foreign"
+    shutil.copytree(tiny_run / "copy", foreign)
+    for f in ("best.pt", "last.pt"): shutil.copy(tiny_run / "rotate" / f, foreign / f)
+    with pytest.raises(SystemExit): eval_cli([str(foreign), "--device", "cpu"])
+    assert "task.name 'tree-rotate' in the checkpoint, 'tree-copy' in config.yaml" in capsys.readouterr().err
+    moved = tmp_path / "moved"                                     # a whole run folder moved: still the same run
+    shutil.copytree(tiny_run / "copy", moved)
+    assert load_run(moved).config.task.name == "tree-copy"
+
+
+# 7. arguments out of range are errors, not an empty list or a silent default
+def test_predict_and_registry_arguments_are_checked(tiny_run):
+    from treepe_nb.predict import load_run, predict
+    from treepe_nb.attention import register_encoding
+    run = load_run(tiny_run / "copy")
+    for kw, message in ((dict(batch_size=-1), "batch_size must be an integer >= 1"),
+                        (dict(batch_size=0), "batch_size must be an integer >= 1"),
+                        (dict(max_output_nodes=0), "max_output_nodes must be an integer >= 1")):
+        with pytest.raises(ValueError, match=message): predict(run, ["(a b)"], **kw)
+    with pytest.raises(ValueError, match="term of the encoding 'five' must be a function"):
+        register_encoding("five", "absolute", ["sequence"], term=5)
+    with pytest.raises(ValueError, match="min_count must be an integer >= 1"):
+        from treepe_nb.pairs import pairs_task
+        pairs_task(0, (4, 1, 1), "dfs", data="x.jsonl", min_count=-1)
+
+
+# 8. treepe-predict: one output line per input line, blank lines included
+def test_predict_cli_keeps_lines_aligned(tiny_run):
+    import subprocess, sys
+    r = subprocess.run([sys.executable, "-c", "from treepe_nb.predict import predict_cli; predict_cli()",
+                        str(tiny_run / "copy"), "-"], capture_output=True, text=True, input="(1 2)\n\n(2 1)\n   \n(1 1)\n")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.split("\n")
+    assert len(out) == 6 and out[-1] == "" and out[1] == "" and out[3] == "", r.stdout

@@ -57,6 +57,10 @@ def register_encoding(name:str, # the name configs use; must not be taken unless
     reads = tuple(reads)
     if not reads or not set(reads) <= set(MODALITIES):
         raise ValueError(f"reads must name some of {', '.join(MODALITIES)}, got {reads!r}")
+    hooks = dict(build=build, term=term, maps=maps, pair=pair, positions=positions)
+    for hook, f in hooks.items():
+        if f is not None and not callable(f):
+            raise ValueError(f"{hook} of the encoding {name!r} must be a function (or None), got {f!r:.60}")
     if family == "absolute" and term is None: raise ValueError(f"the absolute encoding {name!r} needs a term")
     if family == "rotation" and maps is None: raise ValueError(f"the rotation encoding {name!r} needs maps")
     ENCODINGS[name] = Encoding(name, family, reads, build, term, maps, pair, positions)

@@ -16,7 +16,8 @@ from .model import ModelConfig
 from .tasks import PRESETS, TASKS, TaskConfig
 from .runs import load_checkpoint
 from .readers import load_yaml_data
-from .train import TrainConfig, build, evaluate, nested_settings, train, Interrupted, BEST_METRICS, AMP_MODES
+from .train import (TrainConfig, build, checkpoint_config, evaluate, nested_settings, train, Interrupted,
+                             BEST_METRICS, AMP_MODES)
 from . import __version__
 
 # %% auto #0
@@ -190,7 +191,7 @@ def eval_cli(argv:Sequence[str]|None=None):
         p.error(f"no best.pt in {run} (the run stopped before its first evaluation): use --checkpoint last")
     try:
         ck = load_checkpoint(path, require=("model", "config", "step"))
-        cfg = TrainConfig.from_dict(ck["config"])
+        cfg = checkpoint_config(path, ck)
         task, model = build(cfg)
         try: model.load_state_dict(ck["model"])
         except RuntimeError as e:

@@ -8,7 +8,7 @@ import ast, json, re, warnings
 from collections import Counter
 from pathlib import Path
 import numpy as np
-from .trees import Tree
+from .trees import Tree, content_key
 from .readers import NodeKind
 from .tracking import ArityVocab, child_patterns
 from .generators import task_rng
@@ -117,7 +117,7 @@ def read_pairs(path:str|Path, # a JSONL file
                source_format:str, target_format:str, # formats of the two sides (`FORMATS`)
                max_example_nodes:int=512, # larger sides are left out (counted in the report)
                source_field:str="source", target_field:str="target", # the keys of the two sides
-              ) -> tuple[list, dict]: # (source, target, "file:line", raw key) per pair, and a report
+              ) -> tuple[list, dict]: # (source, target, "file:line", `content_key`s of both) per pair, and a report
     "The pairs of one file, read strictly: any bad line is a `ValueError` naming the file and the line."
     path = Path(path)
     if not path.is_file(): raise ValueError(f"no data file {path}" + (" (a folder)" if path.is_dir() else ""))
@@ -132,7 +132,7 @@ def read_pairs(path:str|Path, # a JSONL file
         (src, big_s), (tgt, big_t) = (_side(row[f], fmt, f"{where}, {f}", max_example_nodes) for f, fmt in
                                       ((source_field, source_format), (target_field, target_format)))
         if big_s or big_t: large += 1; continue
-        out.append((src, tgt, where, json.dumps([row[source_field], row[target_field]], sort_keys=True)))
+        out.append((src, tgt, where, (content_key(src), content_key(tgt))))
     if not out: raise ValueError(f"{path}: no pairs" + (f" ({large} larger than max_example_nodes)" if large else ""))
     return out, {"file": str(path), "pairs": len(out), "too_large": large, "blank_lines": blank}
 
@@ -147,12 +147,11 @@ def _split(seed, sizes, data, dev, test, fmts, limits):
                                   "source and target)")
     read = [read_pairs(p, *fmts, *limits) for p in ((data, dev, test) if dev else (data,))]
     reports = [r for _, r in read]
-    seen, rows, dropped = set(), [], []
-    for pairs, _ in read:                                       # a pair in one split only, once
+    rows, dropped = [], []
+    for pairs, _ in read:           # a file's repeats (same trees or tokens, whatever the text) once; across splits: make_task
         uniq = {}
-        for p in pairs:
-            if p[3] not in seen and p[3] not in uniq: uniq[p[3]] = p
-        seen.update(uniq); rows.append(list(uniq.values())); dropped.append(len(pairs) - len(uniq))
+        for p in pairs: uniq.setdefault(p[3], p)
+        rows.append(list(uniq.values())); dropped.append(len(pairs) - len(uniq))
     if not dev:
         whole, total = rows[0], sum(sizes)
         perm = task_rng(seed, "pairs-split", 0).permutation(len(whole))
@@ -186,6 +185,8 @@ def pairs_task(seed, sizes, order, data:str="", # the data file (JSON lines with
               ) -> dict:
     "The builder of the `pairs` task (see the text above)."
     fmts = (source_format or format, target_format or format)
+    if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+        raise ValueError(f"min_count must be an integer >= 1 (1: no token maps to <unk>), got {min_count!r}")
     for f in fmts:
         if f not in FORMATS: raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {f!r}")
     rows, reports, dropped = _split(seed, sizes, data, dev, test, fmts, (max_example_nodes, source_field, target_field))

@@ -17,7 +17,7 @@ from .cli import command_error, int_at_least
 from .corpora import docstring_tokens
 from .model import Transformer
 from .runs import load_checkpoint, load_vocab
-from .train import TrainConfig
+from .train import TrainConfig, checkpoint_config
 from .pairs import FORMATS, read_input, to_python
 
 # %% auto #0
@@ -46,9 +46,9 @@ def load_run(folder:str|Path, # a run folder written by `train`
     if checkpoint not in ("auto", "best", "last"):
         raise ValueError(f"checkpoint must be auto, best or last, got {checkpoint!r}")
     name = "best" if checkpoint == "auto" and (folder / "best.pt").exists() else checkpoint.replace("auto", "last")
-    cfg = TrainConfig.from_dict(yaml.safe_load((folder / "config.yaml").read_text()))
     vocab = load_vocab(folder)
-    ck = load_checkpoint(folder / f"{name}.pt", require=("model", "step"))
+    ck = load_checkpoint(folder / f"{name}.pt", require=("model", "step", "config"))
+    cfg = checkpoint_config(folder / f"{name}.pt", ck)          # the settings its weights were trained with
     facts = SimpleNamespace(**vocab)                                # what `from_task` reads of a task
     model = Transformer.from_task(replace(cfg.model, max_len=max(cfg.model.max_len, 2 * cfg.max_output_nodes)), facts)
     try: model.load_state_dict(ck["model"])
@@ -112,6 +112,10 @@ def predict(run:Run, # from `load_run`
     if format is not None and format not in FORMATS: raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     if unknown is None: unknown = "unk" if v.get("info", {}).get("min_count", 1) > 1 else "raise"
     if unknown not in ("raise", "unk"): raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
+    for what, x in (("batch_size", batch_size), ("max_output_nodes", max_output_nodes), ("beam", beam)):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 1):
+            raise ValueError(f"{what} must be an integer >= 1{' or None' if what != 'batch_size' else ''}, got {x!r}")
+    if max_output_nodes is None: max_output_nodes = run.config.max_output_nodes
     device, out = next(run.model.parameters()).device, []
     for start in range(0, len(inputs), batch_size):
         read = [_source(run, x, format, start + k) for k, x in enumerate(inputs[start:start + batch_size])]
@@ -131,7 +135,7 @@ def predict(run:Run, # from `load_run`
                torch.where(ids != 0, torch.arange(ids.shape[1]), 0))
         gen = run.model.generate(ids.to(device), pos.to(device), vocab=v["tgt_vocab"] if v["target"] == "tree" else None,
                                  order=v["tgt_order"], beam=beam,
-                                 max_output_nodes=max_output_nodes or run.config.max_output_nodes)
+                                 max_output_nodes=max_output_nodes)
         if v["target"] == "sequence": gen = [v["tgt_vocab"].decode(g) for g in gen]
         out += [Prediction(*_text(run, g)) for g in gen]
     return out
@@ -155,16 +159,18 @@ def predict_cli(argv:Sequence[str]|None=None):
     try:
         run = load_run(args.run, args.checkpoint, args.device)
         text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
-        inputs = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip(): continue
+        lines, inputs = text.splitlines(), []
+        for n, line in enumerate(lines, 1):
+            if not line.strip(): continue                   # a blank line has nothing to decode: its output is blank
             if args.field:
                 try: inputs.append(json.loads(line)[args.field])
                 except (json.JSONDecodeError, KeyError, TypeError):
                     raise ValueError(f"{args.file}, line {n}: not a JSON object with the field {args.field!r}") from None
             else: inputs.append(line)
-        preds = predict(run, inputs, args.format, args.unknown, args.beam)
+        preds = iter(predict(run, inputs, args.format, args.unknown, args.beam))
     except (ValueError, FileNotFoundError, TypeError) as e:
         command_error("treepe-predict", e)
-    for x, pr in zip(inputs, preds):
+    given = iter(inputs)
+    for line in lines:                                      # one output line per input line, blank for blank
+        x, pr = (next(given), next(preds)) if line.strip() else ("", Prediction(None, None))
         print(json.dumps({"input": x, "output": pr.text}) if args.jsonl else (pr.text or "").replace("\n", "\\n"))

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 from torch.utils.data import DataLoader
 from fastcore.basics import patch
-from .trees import Tree, check_order
+from .trees import Tree, check_order, content_key
 from .readers import NodeKind
 from .tracking import ArityVocab, child_patterns
 from .generators import (MAX_NODES, OPS_BASE, SEQ_TARGETS, TREE_OPS, c3_step, expected_tree_nodes,
@@ -25,8 +25,8 @@ from .corpora import YAML_SAMPLE, ast_leaf_classes, docstring_functions, docstri
 from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder
 
 # %% auto #0
-__all__ = ['TASKS', 'PRESETS', 'YAML_TARGETS', 'NODE_KINDS', 'register_task', 'task_settings', 'TaskConfig', 'Task',
-           'content_key', 'make_task', 'stats_table', 'yaml_key_nodes', 'yaml_targets', 'yaml_example']
+__all__ = ['TASKS', 'PRESETS', 'YAML_TARGETS', 'NODE_KINDS', 'register_task', 'task_settings', 'TaskConfig', 'Task', 'make_task',
+           'stats_table', 'yaml_key_nodes', 'yaml_targets', 'yaml_example']
 
 # %% ../nbs/08c_tasks.ipynb #f9158676
 TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, order, **settings) -> dict
@@ -287,12 +287,6 @@ def _config_of_call(name, *args, **kwargs) -> TaskConfig:
 
 def _tree_depth(x) -> int: return int(x.depth.max()) if isinstance(x, Tree) else -1
 
-def content_key(x, # a `Tree`, or a sequence of tokens
-            ) -> tuple: # hashable; equal exactly when the two are the same tree (labels and shape) or token sequence
-    "What makes two sources (or targets) the same: a tree's labels and shape, a sequence's tokens."
-    if isinstance(x, Tree): return (tuple(map(str, x.labels)), tuple(x.parent.tolist()), tuple(x.slot.tolist()))
-    return tuple(map(str, x))
-
 def _disjoint(splits:dict, info:dict) -> dict:
     "Drop each dev/test example whose source is in an earlier split; count them in `info['duplicates_removed']`."
     seen, removed = set(), dict(info.get("duplicates_removed", {}))
@@ -301,6 +295,10 @@ def _disjoint(splits:dict, info:dict) -> dict:
         if split != "train":
             kept = [e for e, k in zip(examples, keys) if k not in seen]
             removed[split] = removed.get(split, 0) + len(examples) - len(kept)
+            if examples and not kept:
+                raise ValueError(f"the {split} split is empty: each of its {len(examples)} examples has a source that an "
+                                 f"earlier split already holds (the same file given twice?); give {split} examples of "
+                                 f"their own")
             splits[split] = kept
         seen.update(keys)
     info["duplicates_removed"] = removed

@@ -29,7 +29,7 @@ from .runs import (RunLock, append_record, load_checkpoint, read_metrics, rng_st
 # %% auto #0
 __all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', 'nested_settings',
            'amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
-           'resume_changes', 'Interrupted', 'train', 'plot_run']
+           'resume_changes', 'checkpoint_config', 'Interrupted', 'train', 'plot_run']
 
 # %% ../nbs/09_train.ipynb #35a7941b
 def _section(cls, d:dict, name:str) -> dict:
@@ -336,6 +336,23 @@ def resume_changes(stored:TrainConfig, # the configuration a run folder was star
                          " (start a new run in another folder instead)")
     return changed
 
+def checkpoint_config(path:str|Path, # a checkpoint (best.pt or last.pt) in its run folder
+                      ck:dict, # the loaded checkpoint (`runs.load_checkpoint`)
+                     ) -> TrainConfig: # the configuration its weights were trained with
+    """A checkpoint's own configuration, checked against its folder's config.yaml: where the two differ on the model or
+    the data (an edited config.yaml, or a checkpoint copied from another run), a `ValueError` naming the settings."""
+    path = Path(path)
+    cfg = TrainConfig.from_dict(ck["config"])
+    stored = path.parent / "config.yaml"
+    if stored.is_file():
+        a, b = _flat_settings(cfg), _flat_settings(TrainConfig.from_dict(load_yaml_data(stored.read_bytes())))
+        differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k not in RESUMABLE_CHANGES]
+        if differ:
+            raise ValueError(f"{path} was trained with other settings than {stored} gives: " + "; ".join(
+                f"{k} {a.get(k)!r} in the checkpoint, {b.get(k)!r} in config.yaml" for k in differ) +
+                " (an edited config.yaml, or a checkpoint from another run: its weights need the checkpoint's settings)")
+    return cfg
+
 class Interrupted(KeyboardInterrupt):
     "A run stopped by Ctrl-C or SIGTERM at a step boundary, after saving last.pt (resume continues it exactly)."
 
@@ -353,7 +370,8 @@ def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> d
             print(f"resuming {out} with {k} {x!r} -> {y!r}", file=sys.stderr)
         for name in ("last.pt", "best.pt"):           # last.pt, else best.pt (it holds the full state too)
             if (out / name).exists():
-                ck = load_checkpoint(out / name, require=("model", "optimizer", "scheduler", "step", "rng"))
+                ck = load_checkpoint(out / name, require=("model", "optimizer", "scheduler", "step", "rng", "config"))
+                checkpoint_config(out / name, ck)                  # a checkpoint of this run, not of another
                 if name == "best.pt":
                     print(f"{out} has no last.pt: resuming from best.pt at step {ck['step']} (the records after it "
                           f"are made again)", file=sys.stderr)

@@ -16,7 +16,7 @@ _all_ = ["TreePositions", "check_overflow", "collate_positions"]         # still
 
 # %% auto #0
 __all__ = ['ORDERS', 'check_label', 'Tree', 'children_csr', 'expanded_size', 'check_node_count', 'check_order', 'batch_positions',
-           'TreePositions', 'check_overflow', 'collate_positions']
+           'content_key', 'TreePositions', 'check_overflow', 'collate_positions']
 
 # %% ../nbs/01_trees.ipynb #2243199f
 def _chase(parent:np.ndarray, follow:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -527,3 +527,10 @@ def draw(self:Tree, ax=None, # matplotlib axes (default: a new figure)
                 bbox=dict(boxstyle="round", fc="lightyellow" if leaf[i] else "lightblue", ec="0.4"))
     ax.set_xlim(x.min() - 0.8, x.max() + 0.8); ax.set_ylim(-depth.max() - 0.6, 0.6); ax.axis("off")
     return ax
+
+# %% ../nbs/01_trees.ipynb #5bc425b1
+def content_key(x, # a `Tree`, or a sequence of tokens
+            ) -> tuple: # hashable; equal exactly when the two are the same tree (labels and shape) or token sequence
+    "What makes two sources (or targets) the same: a tree's labels and shape, a sequence's tokens."
+    if isinstance(x, Tree): return (tuple(map(str, x.labels)), tuple(x.parent.tolist()), tuple(x.slot.tolist()))
+    return tuple(map(str, x))
