@@ -147,3 +147,102 @@ def test_predict_cli_keeps_lines_aligned(tiny_run):
     assert r.returncode == 0, r.stderr
     out = r.stdout.split("\n")
     assert len(out) == 6 and out[-1] == "" and out[1] == "" and out[3] == "", r.stdout
+
+
+# 10, 14. a run folder's files are read by one bounded reader that names the file
+@pytest.mark.parametrize("vocab, message", [
+    (b"", "vocab.json is empty"),
+    (b'{"name": "tree-copy"', "vocab.json is not valid YAML/JSON"),
+    (b"[1, 2]", "vocab.json is damaged: it has no name"),
+    (b'{"name": 1}', "vocab.json is damaged: it has no source"),
+    (b"[" * 100_000 + b"]" * 100_000, "vocab.json"),
+    (None, "vocab.json is a folder"),
+])
+def test_a_damaged_vocab_json_is_named(tiny_run, tmp_path, vocab, message):
+    import shutil
+    from treepe_nb.predict import load_run
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run / "copy", run)
+    (run / "vocab.json").unlink()
+    if vocab is None: (run / "vocab.json").mkdir()
+    else: (run / "vocab.json").write_bytes(vocab)
+    with pytest.raises(ValueError, match=message): load_run(run)
+
+
+@pytest.mark.parametrize("config, message", [
+    (b"model: [unclosed\n", "config.yaml is not valid YAML/JSON"),
+    (b"!!python/object/apply:os.system ['echo hi']\n", "config.yaml is not valid YAML/JSON"),
+    (b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(b"%c: &%c [*%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c]\n"
+     % ((98 + i,) * 2 + (97 + i,) * 10) for i in range(8)), "config.yaml is not valid YAML/JSON"),   # a billion laughs
+])
+def test_a_damaged_config_yaml_is_named(tiny_run, tmp_path, config, message):
+    import shutil, time
+    from treepe_nb.predict import load_run
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run / "copy", run)
+    (run / "config.yaml").write_bytes(config)
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=message): load_run(run)
+    assert time.perf_counter() - t0 < 30          # refused by the bounded reader, not expanded
+
+
+def test_eval_reports_nan_weights_and_bad_devices(tiny_run, tmp_path, capsys):
+    import shutil
+    from treepe_nb.cli import eval_cli
+    from treepe_nb.runs import save_checkpoint
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run / "copy", run)
+    ck = load_checkpoint(run / "best.pt")
+    ck["model"] = {k: torch.full_like(v, float("nan")) if v.is_floating_point() else v for k, v in ck["model"].items()}
+    save_checkpoint(run / "best.pt", **ck)
+    with pytest.raises(SystemExit) as e: eval_cli([str(run), "--device", "cpu"])
+    assert e.value.code == 2 and "treepe-eval: error:" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e: eval_cli([str(tiny_run / "copy"), "--device", "xyz"])
+    assert e.value.code == 2 and "device must be auto, cpu, cuda" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit): eval_cli([str(tiny_run / "copy"), "--device", "cuda"])
+        assert "torch sees no CUDA device" in capsys.readouterr().err
+        from treepe_nb.predict import load_run
+        with pytest.raises(ValueError, match="torch sees no CUDA device"): load_run(tiny_run / "copy", device="cuda")
+    from treepe_nb.predict import load_run
+    with pytest.raises(ValueError, match="device must be auto"): load_run(tiny_run / "copy", device="xyz")
+
+
+# 13, 15. treepe-predict errors name the file and the line; BOM, U+2028, bad UTF-8, folders
+def _predict(run, *args, stdin=None):
+    import subprocess, sys
+    return subprocess.run([sys.executable, "-c", "from treepe_nb.predict import predict_cli; predict_cli()", str(run), *args],
+                          capture_output=True, text=stdin is None or isinstance(stdin, str), input=stdin)
+
+
+def test_predict_errors_name_file_and_line(tiny_run, tmp_path):
+    f = tmp_path / "in.txt"
+    f.write_text("(1 2)\n\n(2 1)\n(1 (2 3)\n")
+    r = _predict(tiny_run / "copy", str(f))
+    assert r.returncode == 2 and f"{f}, line 4:" in r.stderr and "never closed" in r.stderr, r.stderr
+    f.write_bytes(b"\xef\xbb\xbf(1 2)\n(2 1)\n")                        # a byte-order mark is not a syntax error
+    r = _predict(tiny_run / "copy", str(f))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 2, r.stderr
+    f.write_bytes(b"(1 2)\n(2 \xff)\n")
+    r = _predict(tiny_run / "copy", str(f))
+    assert r.returncode == 2 and "line 2: not UTF-8" in r.stderr, r.stderr
+    r = _predict(tiny_run / "copy", str(tmp_path))
+    assert r.returncode == 2 and "is a folder" in r.stderr, r.stderr
+    j = tmp_path / "in.jsonl"
+    j.write_text('{"source": "(1 2)", "note": "a\u2028b"}\n{"x": 1}\n', encoding="utf-8")   # U+2028 inside a string
+    r = _predict(tiny_run / "copy", str(j), "--field", "source")
+    assert r.returncode == 2 and "in.jsonl, line 2: not a JSON object with the field 'source'" in r.stderr, r.stderr
+    r = _predict(tiny_run / "copy", "-", "--device", "xyz", stdin="(1 2)\n")
+    assert r.returncode == 2 and "device must be auto" in r.stderr, r.stderr
+
+
+def test_pairs_files_are_read_line_by_line_with_names(tmp_path):
+    import json
+    from treepe_nb.pairs import read_pairs
+    f = tmp_path / "p.jsonl"
+    f.write_text(json.dumps({"source": "(a b)", "target": "(b a)", "note": "x\u2028y"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert len(read_pairs(f, "sexpr", "sexpr")[0]) == 1
+    f.write_bytes(b'{"source": "(a b)", "target": "(b \xff a)"}\n')
+    with pytest.raises(ValueError, match="p.jsonl, line 1: not UTF-8"): read_pairs(f, "sexpr", "sexpr")
+    f.write_text('{"source": ' + "[" * 100_000 + "]" * 100_000 + ', "target": "(a)"}\n')
+    with pytest.raises(ValueError, match="p.jsonl, line 1"): read_pairs(f, "json", "sexpr")

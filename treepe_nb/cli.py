@@ -16,8 +16,8 @@ from .model import ModelConfig
 from .tasks import PRESETS, TASKS, TaskConfig
 from .runs import load_checkpoint
 from .readers import load_yaml_data
-from .train import (TrainConfig, build, checkpoint_config, evaluate, nested_settings, train, Interrupted,
-                             BEST_METRICS, AMP_MODES)
+from .train import (TrainConfig, build, checkpoint_config, evaluate, nested_settings, resolve_device, train,
+                             Interrupted, BEST_METRICS, AMP_MODES)
 from . import __version__
 
 # %% auto #0
@@ -196,11 +196,10 @@ def eval_cli(argv:Sequence[str]|None=None):
         try: model.load_state_dict(ck["model"])
         except RuntimeError as e:
             raise ValueError(f"{path} does not fit the model of its configuration: {str(e).splitlines()[0]}") from None
-        device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                              ("cpu" if args.device == "auto" else args.device))
+        device = resolve_device(args.device)
+        m = evaluate(model.to(device), task, args.split, args.batch_size, args.eval_examples or None, args.beam,
+                     cfg.max_output_nodes, device, progress=sys.stderr.isatty())
     except (ValueError, FileNotFoundError, RuntimeError) as e: command_error("treepe-eval", e)
-    m = evaluate(model.to(device), task, args.split, args.batch_size, args.eval_examples or None, args.beam,
-                 cfg.max_output_nodes, device, progress=sys.stderr.isatty())
     result = {"run": str(run), "split": args.split, "checkpoint": args.checkpoint, "step": ck["step"], **m}
     print(json.dumps(result, indent=1))
     try: (run / f"eval_{args.split}.json").write_text(json.dumps(result, indent=1))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08e_pairs.ipynb #718e1500
 from __future__ import annotations
-import ast, json, re, warnings
+import ast, contextlib, json, re, sys, warnings
 from collections import Counter
 from pathlib import Path
 import numpy as np
@@ -16,7 +16,7 @@ from .batching import Example, SeqVocab, arity_ids
 from .corpora import ast_leaf_classes
 
 # %% auto #0
-__all__ = ['FORMATS', 'python_tree', 'read_input', 'to_python', 'read_pairs', 'pairs_task']
+__all__ = ['FORMATS', 'LINE_LIMIT', 'python_tree', 'read_input', 'to_python', 'read_lines', 'read_pairs', 'pairs_task']
 
 # %% ../nbs/08e_pairs.ipynb #81be9d68
 FORMATS = ("sexpr", "python", "json", "yaml", "tokens")     # the formats of `read_input`
@@ -108,6 +108,30 @@ def to_python(tree:Tree # a `python_tree` (or `Tree.from_python_ast`) tree, not 
         raise ValueError(f"not a Python syntax tree that ast.unparse can print: {e}") from None
 
 # %% ../nbs/08e_pairs.ipynb #19fa4c32
+LINE_LIMIT = 1 << 20   # bytes: the longest input line `read_lines` accepts
+
+def read_lines(file:str, # a file name, or "-" for standard input
+               limit:int=LINE_LIMIT, # the most bytes of one line
+              ) -> list[str]: # the lines, split at "\n" only (JSON strings may hold U+2028), without a byte-order mark
+    "The lines of a UTF-8 text file; a `ValueError` naming the file (and the line) for a folder, bad UTF-8 or a line over `limit` bytes."
+    where = "standard input" if file == "-" else file
+    try:
+        if file != "-" and Path(file).is_dir(): raise ValueError(f"{file} is a folder, not a file of inputs")
+        f = sys.stdin.buffer if file == "-" else open(file, "rb")
+        with contextlib.nullcontext(f) if file == "-" else f:
+            lines, n = [], 0
+            while True:
+                line = f.readline(limit + 2)
+                if not line: break
+                n += 1
+                if len(line.rstrip(b"\r\n")) > limit:
+                    raise ValueError(f"{where}, line {n}: longer than {limit} bytes")
+                try: lines.append(line.decode("utf-8-sig" if n == 1 else "utf-8").rstrip("\r\n"))
+                except UnicodeDecodeError as e:
+                    raise ValueError(f"{where}, line {n}: not UTF-8 (byte {e.start}: {line[e.start:e.start + 1]!r})") from None
+    except OSError as e: raise ValueError(f"cannot read {where}: {e.strerror or e}") from None
+    return lines
+
 def _side(value, fmt:str, where:str, max_nodes:int):
     try: x = read_input(value, fmt)
     except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{where}: {e}") from None
@@ -122,11 +146,12 @@ def read_pairs(path:str|Path, # a JSONL file
     path = Path(path)
     if not path.is_file(): raise ValueError(f"no data file {path}" + (" (a folder)" if path.is_dir() else ""))
     out, large, blank = [], 0, 0
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_lines(str(path)), 1):
         where = f"{path}, line {n}"
         if not line.strip(): blank += 1; continue
         try: row = json.loads(line)
         except json.JSONDecodeError as e: raise ValueError(f"{where}: not JSON ({e.msg}, column {e.colno})") from None
+        except RecursionError: raise ValueError(f"{where}: JSON nested too deeply to read") from None
         if not isinstance(row, dict) or source_field not in row or target_field not in row:
             raise ValueError(f"{where}: expected an object with {source_field!r} and {target_field!r}, got {line[:60]!r}")
         (src, big_s), (tgt, big_t) = (_side(row[f], fmt, f"{where}, {f}", max_example_nodes) for f, fmt in

@@ -17,8 +17,8 @@ from .cli import command_error, int_at_least
 from .corpora import docstring_tokens
 from .model import Transformer
 from .runs import load_checkpoint, load_vocab
-from .train import TrainConfig, checkpoint_config
-from .pairs import FORMATS, read_input, to_python
+from .train import TrainConfig, checkpoint_config, resolve_device
+from .pairs import FORMATS, read_input, read_lines, to_python
 
 # %% auto #0
 __all__ = ['Run', 'load_run', 'Prediction', 'predict', 'predict_cli']
@@ -54,7 +54,7 @@ def load_run(folder:str|Path, # a run folder written by `train`
     try: model.load_state_dict(ck["model"])
     except RuntimeError as e:
         raise ValueError(f"{folder}/{name}.pt does not fit the model of its config.yaml: {str(e).splitlines()[0]}") from None
-    return Run(model.to(device).eval(), cfg, vocab, folder, ck["step"])
+    return Run(model.to(resolve_device(device)).eval(), cfg, vocab, folder, ck["step"])
 
 # %% ../nbs/09c_predict.ipynb #38d7173b
 @dataclass
@@ -79,9 +79,11 @@ def _source(run:Run, x, format:str|None, k:int):
     v, info = run.vocab, run.vocab.get("info", {})
     if v["source"] == "sequence":
         if isinstance(x, str) and v["name"] == "py-docstring2ast" and format in (None, "tokens"): return None, docstring_tokens(x)
-        return None, read_input(x, format or "tokens")
-    t = read_input(x, format or info.get("source_format", "sexpr"))
-    if not isinstance(t, Tree): raise ValueError(f"input {k}: the run reads trees, got tokens ({format=})")
+        try: return None, read_input(x, format or "tokens")
+        except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{k}: {e}") from None
+    try: t = read_input(x, format or info.get("source_format", "sexpr"))
+    except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{k}: {e}") from None
+    if not isinstance(t, Tree): raise ValueError(f"{k}: the run reads trees, got tokens ({format=})")
     return (t.lcrs() if info.get("lcrs") else t), None
 
 # %% ../nbs/09c_predict.ipynb #179bf451
@@ -105,6 +107,7 @@ def predict(run:Run, # from `load_run`
             beam:int|None=None, # beam width (None: greedy)
             batch_size:int=64, # inputs decoded at once
             max_output_nodes:int|None=None, # the most nodes of an output tree (None: the run's)
+            names:Sequence[str]|None=None, # what errors call each input (default "input 0", "input 1", ...)
            ) -> list[Prediction]:
     "Decode every input with the run's model."
     v = run.vocab
@@ -116,12 +119,14 @@ def predict(run:Run, # from `load_run`
         if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 1):
             raise ValueError(f"{what} must be an integer >= 1{' or None' if what != 'batch_size' else ''}, got {x!r}")
     if max_output_nodes is None: max_output_nodes = run.config.max_output_nodes
+    if names is None: names = [f"input {k}" for k in range(len(inputs))]
+    elif len(names) != len(inputs): raise ValueError(f"names must name every input: {len(names)} for {len(inputs)}")
     device, out = next(run.model.parameters()).device, []
     for start in range(0, len(inputs), batch_size):
-        read = [_source(run, x, format, start + k) for k, x in enumerate(inputs[start:start + batch_size])]
+        read = [_source(run, x, format, names[start + k]) for k, x in enumerate(inputs[start:start + batch_size])]
         rows, trees = [], [t for t, _ in read]
         for k, (t, toks) in enumerate(read):
-            what = f"input {start + k}"
+            what = names[start + k]
             if t is not None:
                 if int(t.depth.max()) > v["max_depth"]:
                     raise ValueError(f"{what} has depth {int(t.depth.max())}, deeper than the run's max_depth={v['max_depth']}")
@@ -158,16 +163,16 @@ def predict_cli(argv:Sequence[str]|None=None):
     args = p.parse_args(argv)
     try:
         run = load_run(args.run, args.checkpoint, args.device)
-        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
-        lines, inputs = text.splitlines(), []
+        lines, inputs, names = read_lines(args.file), [], []
         for n, line in enumerate(lines, 1):
             if not line.strip(): continue                   # a blank line has nothing to decode: its output is blank
+            names.append(f"{'standard input' if args.file == '-' else args.file}, line {n}")
             if args.field:
                 try: inputs.append(json.loads(line)[args.field])
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    raise ValueError(f"{args.file}, line {n}: not a JSON object with the field {args.field!r}") from None
+                except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
+                    raise ValueError(f"{names[-1]}: not a JSON object with the field {args.field!r}") from None
             else: inputs.append(line)
-        preds = iter(predict(run, inputs, args.format, args.unknown, args.beam))
+        preds = iter(predict(run, inputs, args.format, args.unknown, args.beam, names=names))
     except (ValueError, FileNotFoundError, TypeError) as e:
         command_error("treepe-predict", e)
     given = iter(inputs)

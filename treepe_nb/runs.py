@@ -8,12 +8,14 @@ import json, os, random, socket, sys, warnings
 from pathlib import Path
 import numpy as np
 import torch
+import yaml
 from .batching import SeqVocab
 from .tracking import ArityVocab
+from .readers import load_yaml_data
 
 # %% auto #0
-__all__ = ['VOCAB_FIELDS', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint', 'append_record', 'read_metrics',
-           'truncate_records', 'save_vocab', 'load_vocab', 'RunLock']
+__all__ = ['VOCAB_FIELDS', 'RUN_FILE_LIMIT', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint', 'append_record',
+           'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab', 'read_run_file', 'RunLock']
 
 # %% ../nbs/09a_runs.ipynb #1eecc854
 def rng_state() -> dict: # the states of Python's, NumPy's and torch's (CPU and CUDA) generators
@@ -133,8 +135,31 @@ def load_vocab(run:str|Path # a run folder
     if not path.exists():
         raise FileNotFoundError(f"no vocab.json in {run}: a run of an older version, or not a run folder "
                                 f"(the task can be rebuilt from config.yaml with train.build)")
-    d = json.loads(path.read_text())
-    return {**d, "src_vocab": _vocab_of(d["src_vocab"]), "tgt_vocab": _vocab_of(d["tgt_vocab"])}
+    d = read_run_file(path)
+    missing = [k for k in (*VOCAB_FIELDS, "src_vocab", "tgt_vocab") if not isinstance(d, dict) or k not in d]
+    if missing: raise ValueError(f"{path} is damaged: it has no {', '.join(missing)} (write it again by training the run)")
+    try: return {**d, "src_vocab": _vocab_of(d["src_vocab"]), "tgt_vocab": _vocab_of(d["tgt_vocab"])}
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ValueError(f"{path} is damaged: its vocabularies do not read ({type(e).__name__}: {e})") from None
+
+RUN_FILE_LIMIT = 256 * 2**20   # bytes: the largest config.yaml or vocab.json a run folder is trusted to hold
+
+def read_run_file(path:str|Path, # a run folder's config.yaml or vocab.json (or another YAML/JSON file of it)
+                  limit:int=RUN_FILE_LIMIT, # the most bytes read
+                 ):
+    """A run folder's YAML or JSON file, read through the bounded YAML reader (JSON is YAML): no alias bombs, no
+    endless nesting, no tags that build objects; any problem is a `ValueError` that names the file."""
+    path = Path(path)
+    if path.is_dir(): raise ValueError(f"{path} is a folder, not a file")
+    try:
+        if path.stat().st_size > limit: raise ValueError(f"{path} holds {path.stat().st_size} bytes, over the limit of {limit}")
+        data = path.read_bytes()
+    except OSError as e: raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+    if not data.strip(): raise ValueError(f"{path} is empty")
+    try: return load_yaml_data(data)
+    except RecursionError: raise ValueError(f"{path}: nested too deeply to read") from None
+    except (yaml.YAMLError, ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid YAML/JSON: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 # %% ../nbs/09a_runs.ipynb #423a0021
 def _alive(pid:int) -> bool:

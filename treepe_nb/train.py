@@ -22,14 +22,13 @@ from .attention import ENCODINGS
 from .model import ModelConfig, Transformer, check_number, exact_match
 from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
 from .batching import Batch
-from .readers import load_yaml_data
-from .runs import (RunLock, append_record, load_checkpoint, read_metrics, rng_state, save_checkpoint,
-                            set_rng_state, truncate_records, save_vocab)
+from .runs import (RunLock, append_record, load_checkpoint, read_metrics, read_run_file, rng_state,
+                            save_checkpoint, set_rng_state, truncate_records, save_vocab)
 
 # %% auto #0
-__all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', 'nested_settings',
-           'amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
-           'resume_changes', 'checkpoint_config', 'Interrupted', 'train', 'plot_run']
+__all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', 'resolve_device',
+           'nested_settings', 'amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split',
+           'evaluate', 'resume_changes', 'checkpoint_config', 'Interrupted', 'train', 'plot_run']
 
 # %% ../nbs/09_train.ipynb #35a7941b
 def _section(cls, d:dict, name:str) -> dict:
@@ -123,6 +122,18 @@ def check_device(device:str # "auto", "cpu", "cuda", "cuda:N", "mps", ...
     except (RuntimeError, TypeError, ValueError):
         raise ValueError(f"device must be auto, cpu, cuda, cuda:N or another torch device name, got {device!r}") from None
     return device
+
+def resolve_device(device:str # as `check_device` accepts; "auto": the first CUDA device if there is one, else the CPU
+                  ) -> torch.device:
+    "The device `device` names, if it is present; a `ValueError` naming it otherwise (e.g. cuda on a machine without one)."
+    check_device(device)
+    if device == "auto": return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} but torch sees no CUDA device; use cpu")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device={device!r} but torch sees {torch.cuda.device_count()} CUDA device(s)")
+    return dev
 
 BEST_METRICS = {"exact_match": 1, "token_accuracy": 1, "perplexity": -1}   # +1: higher is better
 
@@ -299,9 +310,7 @@ def _setup_distributed(device:str) -> tuple[int, int, torch.device]:
     local = int(os.environ.get("LOCAL_RANK", "0"))
     if device == "auto": device = f"cuda:{local}" if torch.cuda.is_available() else "cpu"
     elif device == "cuda" and world > 1: device = f"cuda:{local}"
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} but torch sees no CUDA device; use --device cpu")
+    dev = resolve_device(device)
     if world > 1 and not dist.is_initialized():
         if dev.type == "cuda": torch.cuda.set_device(dev)
         dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
@@ -345,7 +354,7 @@ def checkpoint_config(path:str|Path, # a checkpoint (best.pt or last.pt) in its 
     cfg = TrainConfig.from_dict(ck["config"])
     stored = path.parent / "config.yaml"
     if stored.is_file():
-        a, b = _flat_settings(cfg), _flat_settings(TrainConfig.from_dict(load_yaml_data(stored.read_bytes())))
+        a, b = _flat_settings(cfg), _flat_settings(TrainConfig.from_dict(read_run_file(stored)))
         differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k not in RESUMABLE_CHANGES]
         if differ:
             raise ValueError(f"{path} was trained with other settings than {stored} gives: " + "; ".join(
@@ -365,7 +374,7 @@ def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> d
         if not (out / "config.yaml").exists():
             raise FileNotFoundError(f"nothing to resume in {out}: no config.yaml there" +
                                     ("" if out.exists() else " (the folder does not exist)"))
-        stored = TrainConfig.from_dict(load_yaml_data((out / "config.yaml").read_bytes()))
+        stored = TrainConfig.from_dict(read_run_file(out / "config.yaml"))
         for k, (x, y) in resume_changes(stored, cfg).items():
             print(f"resuming {out} with {k} {x!r} -> {y!r}", file=sys.stderr)
         for name in ("last.pt", "best.pt"):           # last.pt, else best.pt (it holds the full state too)
