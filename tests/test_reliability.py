@@ -1,5 +1,7 @@
 """Reliability, round 3: the failures an adversarial run found (issue "Reliability, round 3"), one test each,
 each seen to fail before its fix."""
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -246,3 +248,40 @@ def test_pairs_files_are_read_line_by_line_with_names(tmp_path):
     with pytest.raises(ValueError, match="p.jsonl, line 1: not UTF-8"): read_pairs(f, "sexpr", "sexpr")
     f.write_text('{"source": ' + "[" * 100_000 + "]" * 100_000 + ', "target": "(a)"}\n')
     with pytest.raises(ValueError, match="p.jsonl, line 1"): read_pairs(f, "json", "sexpr")
+
+
+BOMB = ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]\n" for i in range(8)))
+
+
+# 9. every YAML input has a budget of its own: bombs are refused at once, by pairs and by predict
+def test_yaml_inputs_have_a_budget(tiny_run, tmp_path):
+    import json, time
+    from treepe_nb.pairs import read_pairs
+    f = tmp_path / "bombs.jsonl"
+    f.write_text("\n".join(json.dumps({"source": BOMB, "target": "(a)"}) for _ in range(60)))
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"bombs.jsonl, line 1, source: .*more than max_nodes=8192"):
+        read_pairs(f, "yaml", "sexpr")
+    f.write_text("\n".join(json.dumps({"source": BOMB}) for _ in range(100)))
+    r = _predict(tiny_run / "copy", str(f), "--field", "source", "--format", "yaml")
+    assert r.returncode == 2 and "line 1: " in r.stderr and "max_nodes=100000" in r.stderr, r.stderr
+    assert time.perf_counter() - t0 < 60
+
+
+# 11. For2Lam's options have a size budget, checked before anything is drawn
+@pytest.mark.parametrize("settings", [dict(max_const=10**9), dict(expr_depth=10**6), dict(sizes=(100_000_000, 4, 4))])
+def test_for2lam_options_have_a_budget(settings):
+    from treepe_nb.tasks import make_task
+    with pytest.raises(ValueError, match="over the budget max_size=20000000"): make_task("for2lam-long", **settings)
+
+
+# 12. a byte limit per input line, with its line number
+def test_an_endless_line_is_refused(tiny_run, tmp_path):
+    from treepe_nb.pairs import read_lines
+    if Path("/dev/zero").exists():
+        with pytest.raises(ValueError, match="/dev/zero, line 1: longer than 1048576 bytes"): read_lines("/dev/zero")
+    f = tmp_path / "big.txt"
+    f.write_text("(1 2)\n" + "(" * (1 << 20 + 1) + "\n")
+    r = _predict(tiny_run / "copy", str(f))
+    assert r.returncode == 2 and "big.txt, line 2: longer than 1048576 bytes" in r.stderr, r.stderr

@@ -9,7 +9,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 from .trees import Tree
 from .tracking import ArityVocab
-from .generators import task_rng
+from .generators import MAX_NODES, task_rng
 from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
@@ -463,7 +463,15 @@ def for2lam_builder(kind:str, # "short" or "long"
     "The task builder of one For2Lam set (see `tasks.register_task`): seeded, source-disjoint splits of LCRS trees."
     if kind not in KINDS: raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
     name = f"for2lam-{kind}"
-    def build(seed, sizes, order, max_loop_depth:int=2, expr_depth:int=2, max_const:int=9):
+    def build(seed, sizes, order, max_loop_depth:int=2, expr_depth:int=2, max_const:int=9, max_size:int=MAX_NODES):
+        for opt, v in (("expr_depth", expr_depth), ("max_const", max_const), ("max_size", max_size)):
+            if isinstance(v, bool) or not isinstance(v, int): raise ValueError(f"{name}: {opt} must be an integer, got {v!r}")
+        per_program = KINDS[kind][1] * (4 + 3 * 2.0 ** min(expr_depth + 1, 64))   # statements x their expressions
+        about = 2 * sum(sizes) * per_program                                      # both sides, the Lambda side no larger
+        if max(about, max_const + 1) > max_size:
+            raise ValueError(f"{name}: sizes={tuple(sizes)}, expr_depth={expr_depth} and max_const={max_const} ask for up to "
+                             f"{max(about, max_const + 1):.3g} nodes or labels, over the budget max_size={max_size}; draw "
+                             f"fewer or smaller programs, or raise the task option max_size")
         src_vocab, tgt_vocab = for2lam_vocabularies(kind, max_const)
         seen, splits, removed = set(), [], {}
         for k, (split, size) in enumerate(zip(("train", "dev", "test"), sizes)):

@@ -16,7 +16,8 @@ from .batching import Example, SeqVocab, arity_ids
 from .corpora import ast_leaf_classes
 
 # %% auto #0
-__all__ = ['FORMATS', 'LINE_LIMIT', 'python_tree', 'read_input', 'to_python', 'read_lines', 'read_pairs', 'pairs_task']
+__all__ = ['FORMATS', 'MAX_INPUT_NODES', 'LINE_LIMIT', 'python_tree', 'read_input', 'to_python', 'read_lines', 'read_pairs',
+           'pairs_task']
 
 # %% ../nbs/08e_pairs.ipynb #81be9d68
 FORMATS = ("sexpr", "python", "json", "yaml", "tokens")     # the formats of `read_input`
@@ -28,8 +29,11 @@ def python_tree(source:str # Python source code
     labels = [l if c in (None, "name") else repr(l) for l, c in zip(t.labels, ast_leaf_classes(t))]
     return Tree(labels, t.parent, t.slot, validate=False)
 
+MAX_INPUT_NODES = 100_000   # the most nodes one input may expand to (YAML aliases and merges, JSON) unless a caller says less
+
 def read_input(value, # text in `format`; for json also a parsed value, for tokens also a list
                format:str, # one of `FORMATS`
+               max_nodes:int=MAX_INPUT_NODES, # the input's budget: a YAML or JSON input that expands to more is an error
               ) -> Tree|list:
     "One input as a `Tree`, or as a token list for `tokens`; a `ValueError` says what is wrong with it."
     if format not in FORMATS: raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -38,11 +42,11 @@ def read_input(value, # text in `format`; for json also a parsed value, for toke
         if not isinstance(value, list) or not value:
             raise ValueError(f"tokens: expected a non-empty list or a line of space-separated tokens, got {value!r:.60}")
         return value
-    if format == "json": return Tree.from_json(value)
+    if format == "json": return Tree.from_json(value, max_nodes=max_nodes)
     if not isinstance(value, str): raise ValueError(f"{format}: expected text, got {type(value).__name__} {value!r:.60}")
     if format == "sexpr": return Tree.from_sexpr(value)
     if format == "python": return python_tree(value)
-    return Tree.from_yaml(value)
+    return Tree.from_yaml(value, max_nodes=max_nodes, max_nesting_work=100 * max_nodes)
 
 # %% ../nbs/08e_pairs.ipynb #6d917832
 _SKIP = {"ctx", "type_comment", "kind"}                 # the fields that `Tree.from_python_ast` leaves out
@@ -133,7 +137,8 @@ def read_lines(file:str, # a file name, or "-" for standard input
     return lines
 
 def _side(value, fmt:str, where:str, max_nodes:int):
-    try: x = read_input(value, fmt)
+    "One side of a pair, read within a budget of 16 times `max_nodes` (larger, but in budget: left out and counted)."
+    try: x = read_input(value, fmt, max_nodes=max(16 * max_nodes, 4096))
     except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{where}: {e}") from None
     return x, len(x) > max_nodes
 
