@@ -285,3 +285,85 @@ def test_an_endless_line_is_refused(tiny_run, tmp_path):
     f.write_text("(1 2)\n" + "(" * (1 << 20 + 1) + "\n")
     r = _predict(tiny_run / "copy", str(f))
     assert r.returncode == 2 and "big.txt, line 2: longer than 1048576 bytes" in r.stderr, r.stderr
+
+
+# 16. a full disk is named as such, leaves no .tmp behind, and the checkpoints already there stay readable
+def test_a_checkpoint_that_does_not_fit_is_named_a_full_disk(tmp_path, monkeypatch):
+    from treepe_nb import runs
+    def full(obj, f, *a, **k):
+        f.write(b"x" * 100)
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 64 vs 0")
+    runs.save_checkpoint(tmp_path / "last.pt", step=1)
+    monkeypatch.setattr(runs.torch, "save", full)
+    with pytest.raises(OSError, match=r"could not write .*last.pt \(the disk is full"):
+        runs.save_checkpoint(tmp_path / "last.pt", step=2)
+    assert not (tmp_path / "last.pt.tmp").exists()
+    monkeypatch.undo()
+    assert load_checkpoint(tmp_path / "last.pt", require=("step",))["step"] == 1
+
+
+def test_a_full_tmpfs_ends_training_with_a_message(tmp_path):
+    "On a real 1 MB tmpfs where this machine lets a test mount one (root on Linux), else skipped."
+    import os, subprocess, sys
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                                           capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        r = subprocess.run([sys.executable, "-c", "from treepe_nb.cli import train_cli; train_cli()", "--sizes", "32", "4", "4",
+                            "--steps", "4", "--eval-every", "2", "--eval-examples", "2", "--d-model", "64", "--no-progress",
+                            "--threads", "1", "--out", str(mnt / "run")], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2 and "the disk is full" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert not list(mnt.glob("run/*.tmp"))
+        r = subprocess.run([sys.executable, "-c", "from treepe_nb.cli import train_cli; train_cli()", "--resume",
+                            "--no-progress", "--out", str(mnt / "run")], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+# 17. an --out that cannot be written is a one-line error
+def test_an_unwritable_out_is_a_command_error(tmp_path):
+    import subprocess, sys
+    (tmp_path / "file").write_text("not a folder")
+    r = subprocess.run([sys.executable, "-c", "from treepe_nb.cli import train_cli; train_cli()", "--sizes", "8", "2", "2",
+                        "--steps", "1", "--no-progress", "--out", str(tmp_path / "file" / "run")], capture_output=True, text=True)
+    assert r.returncode == 2 and "treepe-train: error:" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+# 18. a signal while the task is built stops at once, says so, and leaves no lock
+def test_sigterm_while_the_task_builds(tmp_path):
+    import signal, subprocess, sys, time
+    out = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, "-c", "from treepe_nb.cli import train_cli; train_cli()", "--task", "for2lam-short",
+                          "--sizes", "20000", "100", "100", "--steps", "5", "--no-progress", "--out", str(out)],
+                         stderr=subprocess.PIPE, text=True)
+    t0 = time.perf_counter()
+    while not (out / ".lock").exists() and p.poll() is None and time.perf_counter() - t0 < 120: time.sleep(0.005)
+    assert p.poll() is None, p.stderr.read()
+    p.send_signal(signal.SIGTERM)
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == 130 and "SIGTERM before training started: nothing was trained or saved" in err, err
+    assert not (out / ".lock").exists() and "Traceback" not in err
+
+
+# 19. inputs refused or misread before
+def test_old_inputs(tmp_path):
+    import numpy as np
+    from treepe_nb.tasks import make_task
+    from treepe_nb.trees import Tree, batch_positions
+    from treepe_nb.algebraic import TreeAPE
+    assert TaskConfig(sizes=np.array([2, 2, 2])).sizes == (2, 2, 2)
+    with pytest.raises(ValueError, match="modules is empty"): make_task("py-docstring2ast", sizes=(4, 2, 2), modules=[])
+    t, s = make_task("tree-copy", sizes=(8, 2, 2)), make_task("seq-copy", sizes=(8, 2, 2))
+    with pytest.raises(TypeError, match="example 1: collate takes Examples, got str"): t.collate([t.train[0], "x"])
+    with pytest.raises(TypeError, match="example 1: its src is a ndarray, but this task's src side is a tree"):
+        t.collate([t.train[0], s.train[0]])
+    p = batch_positions([Tree.from_sexpr("(a b c)")], "dfs", 4).to("meta")
+    with pytest.raises(ValueError, match="on the meta device"): TreeAPE(8, 2).prepare(p)
+    import subprocess, sys
+    r = subprocess.run([sys.executable, "-c", "from treepe_nb.cli import train_cli; train_cli()", "--task", "py-docstring2ast",
+                        "--task-option", "modules=json/decoder.py", "--no-progress", "--out", str(tmp_path / "r")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "modules must be a list" in r.stderr and "Traceback" not in r.stderr, r.stderr

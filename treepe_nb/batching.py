@@ -193,6 +193,13 @@ class Collator:
 
     def __call__(self, examples:Sequence[Example]) -> Batch:
         if not len(examples): raise ValueError("collate needs at least one example")
+        for i, e in enumerate(examples):
+            if not isinstance(e, Example): raise TypeError(f"example {i}: collate takes Examples, got {type(e).__name__}")
+            for side, kind in (("src", self.source), ("tgt", self.target)):
+                x = getattr(e, side)
+                if kind == "tree" and not isinstance(x, Tree) or kind == "sequence" and isinstance(x, Tree):
+                    raise TypeError(f"example {i}: its {side} is a {type(x).__name__}, but this task's {side} side is a "
+                                    f"{kind} (examples of another task?)")
         src = [self._linear(e.src, e.src_ids, self.source, self.src_order, i) for i, e in enumerate(examples)]
         src_ids = _pad(src, 0)
         src_index = _index([len(s) for s in src], src_ids.shape[1])

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09b_cli.ipynb #96daa564
 from __future__ import annotations
-import argparse, json, os, re, sys
+import argparse, json, os, re, signal, sys
 from dataclasses import fields
 from pathlib import Path
 from typing import Sequence
@@ -161,14 +161,21 @@ def int_at_least(low:int # the smallest value allowed
 # %% ../nbs/09b_cli.ipynb #739205be
 def train_cli(argv:Sequence[str]|None=None):
     "`treepe-train`: train from the command line (see `--help`); Ctrl-C or SIGTERM stop it resumably (status 130)."
+    cfg = None
     try:
         cfg, args = config_from_args(argv)
         summary = train(cfg, resume=args.resume, progress=False if args.no_progress else None, overwrite=args.overwrite)
-    except Interrupted: sys.exit(130)                   # train said where it stopped and how to go on
-    except KeyboardInterrupt:
-        print("treepe-train: interrupted (last.pt holds the last saved step; continue with --resume)", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)   # leaving: a further signal waits
+        if not isinstance(e, Interrupted):              # (train said where it stopped and how to go on)
+            saved = cfg is not None and (Path(cfg.out) / "last.pt").exists()
+            print("treepe-train: interrupted (" + ("last.pt holds the last saved step; continue with --resume)" if saved
+                  else "nothing was saved)"), file=sys.stderr)
         sys.exit(130)
-    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as e: command_error("treepe-train", e)
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, RuntimeError) as e: command_error("treepe-train", e)
+    except OSError as e:                                # a folder that cannot be written, a full disk, ...
+        where = e.filename or (cfg.out if cfg is not None else "the run folder")
+        command_error("treepe-train", f"{where}: {e.strerror or e}" if e.filename else f"{e.strerror or e}")
     if int(os.environ.get("RANK", "0")) == 0: print(json.dumps(summary, indent=1))
 
 def eval_cli(argv:Sequence[str]|None=None):

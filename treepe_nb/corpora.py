@@ -33,6 +33,8 @@ def _stdlib_modules(modules) -> tuple[str, ...]|None:
         raise TypeError(f"modules must be a list of paths under the standard library (e.g. ['json/decoder.py']), "
                         f"got {'the string ' if isinstance(modules, str) else ''}{modules!r}")
     root, out = Path(sysconfig.get_paths()["stdlib"]), []
+    modules = list(modules)
+    if not modules: raise ValueError("modules is empty: name at least one file of the standard library (or none: all)")
     for m in modules:
         if not isinstance(m, str): raise TypeError(f"modules must hold paths as strings, got {m!r}")
         try: inside = "\0" not in m and (root / m).resolve().is_relative_to(root.resolve())

@@ -120,6 +120,8 @@ def check(self:TreePositions,
     d, paths, K = self.depth, self.paths, self.max_depth
     if d.numel() == 0: raise ValueError(f"{what} is an empty batch (shape {tuple(d.shape)}): there is nothing to encode")
     if torch.compiler.is_compiling(): return self
+    if d.device.type == "meta":
+        raise ValueError(f"{what} is on the meta device, which holds shapes but no values: move it to cpu or cuda")
     def node(i): return f"{what}: the node at index {i}"
     if not self.trusted:
         if bool((d < -1).any()):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09a_runs.ipynb #e0e86311
 from __future__ import annotations
-import json, os, random, socket, sys, warnings
+import errno, json, os, random, shutil, socket, sys, warnings
 from pathlib import Path
 import numpy as np
 import torch
@@ -43,6 +43,14 @@ def _fsync_dir(folder:Path):
     except OSError: pass
     finally: os.close(fd)
 
+def _write_failure(e:Exception, path:Path) -> str:
+    "Why a write failed, in words: a full disk named as such (with the bytes free), else the system's message."
+    try: free = shutil.disk_usage(path.parent).free
+    except OSError: free = None
+    full = getattr(e, "errno", None) == errno.ENOSPC or free == 0 or "unexpected pos" in str(e)
+    if full: return f"the disk is full: {free} bytes free" if free is not None else "the disk is full"
+    return getattr(e, "strerror", None) or str(e).splitlines()[0]
+
 def save_checkpoint(path:str|Path, # the file (its folder must exist)
                     rng:dict|None=None, # the random states to store (default: as they are now, `rng_state()`)
                     **state, # what to keep: model, optimizer, scheduler state dicts, step, config, ...
@@ -50,9 +58,14 @@ def save_checkpoint(path:str|Path, # the file (its folder must exist)
     "Write a checkpoint atomically and durably (temporary file, fsync, rename, fsync of the folder)."
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        torch.save({**state, "rng": rng_state() if rng is None else rng}, f)
-        f.flush(); os.fsync(f.fileno())
+    try:
+        with open(tmp, "wb") as f:
+            torch.save({**state, "rng": rng_state() if rng is None else rng}, f)
+            f.flush(); os.fsync(f.fileno())
+    except (OSError, RuntimeError) as e:           # torch reports a full disk as "[enforce fail at inline_container...]"
+        tmp.unlink(missing_ok=True)                # the checkpoint it was to replace is untouched
+        raise OSError(getattr(e, "errno", None) or errno.EIO, f"could not write {path} ({_write_failure(e, path)}); "
+                      f"the previous {path.name}, if any, is unchanged") from None
     os.replace(tmp, path)
     _fsync_dir(path.parent)
     return path

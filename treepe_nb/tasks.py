@@ -201,6 +201,7 @@ class TaskConfig:
             raise ValueError(f"unknown task {self.name!r}; known tasks: {', '.join(TASKS)}")
         check_order(self.order)
         what = f"sizes must be three positive integers (train, dev, test), got {self.sizes!r}"
+        if isinstance(self.sizes, np.ndarray) and self.sizes.ndim == 1: self.sizes = self.sizes.tolist()
         if isinstance(self.sizes, (str, bytes)) or not isinstance(self.sizes, Sequence): raise TypeError(what)
         if len(self.sizes) != 3: raise ValueError(what)
         for s in self.sizes:
@@ -322,6 +323,9 @@ def make_task(config:TaskConfig|str, # a `TaskConfig`, or a task name followed b
     if missing: raise ValueError(f"the builder of {name} returned no {', '.join(missing)}")
     built["info"] = dict(built.get("info", {}))
     splits = _disjoint(dict(zip(("train", "dev", "test"), built.pop("splits"))), built["info"])
+    empty = [s for s, examples in splits.items() if not examples]
+    if empty: raise ValueError(f"{name}: the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} empty: its "
+                               f"settings give no examples (e.g. no source files, or every example over a size limit)")
     deepest = -1
     for split, examples in splits.items():
         for i, e in enumerate(examples):

@@ -396,11 +396,15 @@ def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> d
     return None
 
 def _stop_signals(stop:dict):
-    "Ctrl-C and SIGTERM set `stop['signal']` (the loop stops at the next step boundary); a second one interrupts at once."
+    """Ctrl-C and SIGTERM set `stop['signal']` (the loop stops at the next step boundary); a second one interrupts at once,
+    and so does the first while `stop['building']` (before the first step there is nothing to save)."""
     if threading.current_thread() is not threading.main_thread(): return {}
     def request(signum, frame):
         if stop["signal"] is not None: raise KeyboardInterrupt
         stop["signal"] = signal.Signals(signum).name
+        if stop.get("building"):                         # nothing trained yet, nothing to save: stop now
+            print(f"{stop['signal']} before training started: nothing was trained or saved", file=sys.stderr)
+            raise Interrupted(0)
     return {s: signal.signal(s, request) for s in (signal.SIGINT, signal.SIGTERM)}
 
 def train(cfg:TrainConfig, # the run's settings
@@ -420,9 +424,10 @@ def train(cfg:TrainConfig, # the run's settings
     if threads: torch.set_num_threads(threads)
     out = Path(cfg.out)
     lock = RunLock(out) if rank == 0 else None
-    if lock: lock.acquire()
-    handlers, stop = {}, {"signal": None}
+    handlers, stop = {}, {"signal": None, "building": True}
     try:
+        handlers = _stop_signals(stop)                 # before the lock and the build: a signal there stops at once
+        if lock: lock.acquire()
         ck = _prepare_folder(out, cfg, resume, overwrite)
         task, model = build(cfg)
         model.to(device)
@@ -478,7 +483,7 @@ def train(cfg:TrainConfig, # the run's settings
                           f"exact match {em}" + (f"; stopping early: {early}" if early else ""), file=sys.stderr)
             if world > 1: dist.barrier()
 
-        handlers = _stop_signals(stop)
+        stop["building"] = False                       # from here a signal stops at the next step boundary
         model.train()
         bar = tqdm(total=cfg.steps, initial=step, desc=f"{cfg.task.name} {'/'.join(cfg.model.encodings)}",
                    disable=rank != 0 or (not sys.stderr.isatty() if progress is None else not progress), dynamic_ncols=True)
