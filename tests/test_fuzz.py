@@ -459,3 +459,75 @@ def test_fuzz_config_mappings(fuzz):
     mapping = st.dictionaries(config_keys, st.one_of(config_values, st.dictionaries(config_keys, config_values, max_size=3)),
                               max_size=4)
     fuzz(mapping, lambda d: accepts(lambda: TrainConfig.from_dict(d)))
+
+
+# ------------------------------------------------------------------------------------------------ the doors of round 3
+# For2Lam's options, the lines of a pairs file, the files of a run folder and the inputs of predict: any value is
+# read, or refused with a ValueError/TypeError that names what was wrong (the option, the file, the line).
+def test_fuzz_for2lam_options(fuzz):
+    from treepe_nb.tasks import make_task
+    keys = st.sampled_from(["max_loop_depth", "expr_depth", "max_const", "max_size"])
+    values = st.one_of(st.integers(-3, 6), st.sampled_from([10**9, 10**6, 2**63, 1e9, float("nan"), True, "4", None]))
+    fuzz(st.tuples(keys, values), lambda kv: accepts(lambda: make_task("for2lam-short", sizes=(3, 1, 1), **{kv[0]: kv[1]}),
+                                                     (kv[0], "max_size", "budget", "variables")))
+
+
+pair_lines = st.one_of(st.binary(max_size=80), st.text(max_size=60).map(str.encode),
+                       st.tuples(st.sampled_from(["(a b)", "(a", "[1, [2]]", "{a: *x}", "a\u2028b", "\ufeff(x)", ""]),
+                                 st.sampled_from(["(b a)", ")", "{}", "x" * 70])).map(
+                           lambda st_: ('{"source": %s, "target": %s}' % tuple(map(repr, st_))).replace("'", '"').encode()))
+
+
+def test_fuzz_pairs_lines(fuzz, tmp_path):
+    from treepe_nb.pairs import read_pairs
+    f = tmp_path / "p.jsonl"
+    def check(lines):
+        f.write_bytes(b"\n".join(lines))
+        for fmt in ("sexpr", "yaml", "json"):
+            try: read_pairs(f, fmt, "sexpr")
+            except ValueError as e: assert "p.jsonl" in str(e), str(e)
+    fuzz(st.lists(pair_lines, min_size=1, max_size=4), check)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    from treepe_nb.train import TrainConfig, train
+    from treepe_nb.tasks import TaskConfig
+    from treepe_nb.model import ModelConfig
+    out = tmp_path_factory.mktemp("fuzzrun") / "run"
+    train(TrainConfig(TaskConfig(sizes=(16, 2, 2)), ModelConfig(pe="stack", d_model=16, num_heads=2), steps=2,
+                      batch_size=8, eval_examples=1, threads=1, out=str(out)), progress=False)
+    return out
+
+
+def test_fuzz_run_folder_files(fuzz, tiny_run, tmp_path):
+    import shutil
+    from treepe_nb.predict import load_run
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    good = {n: (run / n).read_bytes() for n in ("vocab.json", "config.yaml")}
+    content = st.one_of(st.binary(max_size=60), st.sampled_from([b"", b"[]", b"{}", b"null", b"!!python/name:os.system",
+                                                                 b"a: &a [*a]", b"{" * 5000, b'{"name": 1}']),
+                        st.sampled_from(list(good.values())).map(lambda g: g[: len(g) // 2]))
+    def check(a):
+        name, data = a
+        (run / name).write_bytes(data)
+        try: load_run(run)
+        except (ValueError, FileNotFoundError) as e: assert name in str(e) or "config" in str(e), str(e)
+        finally: (run / name).write_bytes(good[name])
+    fuzz(st.tuples(st.sampled_from(list(good)), content), check)
+
+
+def test_fuzz_predict_inputs(fuzz, tiny_run):
+    from treepe_nb.predict import load_run, predict
+    run = load_run(tiny_run)
+    inputs = st.lists(st.one_of(st.text(max_size=30), st.sampled_from(["(1 2)", "(1 (2 3))", "((", "1", "(1 2) (3)"])),
+                      min_size=1, max_size=3)
+    fmt = st.sampled_from([None, "sexpr", "json", "yaml", "tokens", "python"])
+    def check(a):
+        xs, f = a
+        names = [f"in.txt, line {k + 1}" for k in range(len(xs))]
+        try: out = predict(run, xs, f, unknown="unk", names=names, max_output_nodes=8)
+        except (ValueError, TypeError) as e: assert "line " in str(e) or "format" in str(e) or "labels" in str(e), str(e)
+        else: assert len(out) == len(xs)
+    fuzz(st.tuples(inputs, fmt), check)

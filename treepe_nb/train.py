@@ -28,7 +28,7 @@ from .runs import (RunLock, append_record, load_checkpoint, read_metrics, read_r
 # %% auto #0
 __all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', 'resolve_device',
            'nested_settings', 'amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split',
-           'evaluate', 'resume_changes', 'checkpoint_config', 'Interrupted', 'train', 'plot_run']
+           'evaluate', 'resume_changes', 'stored_config', 'checkpoint_config', 'Interrupted', 'train', 'plot_run']
 
 # %% ../nbs/09_train.ipynb #35a7941b
 def _section(cls, d:dict, name:str) -> dict:
@@ -345,6 +345,13 @@ def resume_changes(stored:TrainConfig, # the configuration a run folder was star
                          " (start a new run in another folder instead)")
     return changed
 
+def stored_config(path:str|Path # a run folder's config.yaml
+                 ) -> TrainConfig:
+    "The configuration a run folder's config.yaml holds; a `ValueError` that names the file for anything else."
+    try: return TrainConfig.from_dict(read_run_file(path))
+    except TypeError as e: raise ValueError(f"{path} is not a run's configuration: {e}") from None
+    except ValueError as e: raise ValueError(str(e) if str(path) in str(e) else f"{path}: {e}") from None
+
 def checkpoint_config(path:str|Path, # a checkpoint (best.pt or last.pt) in its run folder
                       ck:dict, # the loaded checkpoint (`runs.load_checkpoint`)
                      ) -> TrainConfig: # the configuration its weights were trained with
@@ -354,7 +361,7 @@ def checkpoint_config(path:str|Path, # a checkpoint (best.pt or last.pt) in its 
     cfg = TrainConfig.from_dict(ck["config"])
     stored = path.parent / "config.yaml"
     if stored.is_file():
-        a, b = _flat_settings(cfg), _flat_settings(TrainConfig.from_dict(read_run_file(stored)))
+        a, b = _flat_settings(cfg), _flat_settings(stored_config(stored))
         differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k not in RESUMABLE_CHANGES]
         if differ:
             raise ValueError(f"{path} was trained with other settings than {stored} gives: " + "; ".join(
@@ -374,7 +381,7 @@ def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> d
         if not (out / "config.yaml").exists():
             raise FileNotFoundError(f"nothing to resume in {out}: no config.yaml there" +
                                     ("" if out.exists() else " (the folder does not exist)"))
-        stored = TrainConfig.from_dict(read_run_file(out / "config.yaml"))
+        stored = stored_config(out / "config.yaml")
         for k, (x, y) in resume_changes(stored, cfg).items():
             print(f"resuming {out} with {k} {x!r} -> {y!r}", file=sys.stderr)
         for name in ("last.pt", "best.pt"):           # last.pt, else best.pt (it holds the full state too)
