@@ -367,3 +367,8 @@ def test_old_inputs(tmp_path):
                         "--task-option", "modules=json/decoder.py", "--no-progress", "--out", str(tmp_path / "r")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "modules must be a list" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_seed_beyond_64_bits_is_an_option_error(capsys):
+    with pytest.raises(SystemExit) as e: config_from_args(["--seed", "18446744073709551621"])
+    assert e.value.code == 2 and "seed must be in [0, 2**63 - 1]" in capsys.readouterr().err

@@ -209,6 +209,7 @@ class TaskConfig:
             if s < 1: raise ValueError(what)
         self.sizes = tuple(int(s) for s in self.sizes)
         self.seed = _int(self.seed, "seed")
+        if self.seed > 2**63 - 1: raise ValueError(f"seed must be in [0, 2**63 - 1] (torch's seeds are 64-bit), got {self.seed}")
         if not isinstance(self.preset, str) or self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
         if not isinstance(self.options, Mapping):
