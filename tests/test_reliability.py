@@ -372,3 +372,18 @@ def test_old_inputs(tmp_path):
 def test_a_seed_beyond_64_bits_is_an_option_error(capsys):
     with pytest.raises(SystemExit) as e: config_from_args(["--seed", "18446744073709551621"])
     assert e.value.code == 2 and "seed must be in [0, 2**63 - 1]" in capsys.readouterr().err
+
+
+def test_two_quick_sigints_end_without_a_traceback(tmp_path):
+    import signal, subprocess, sys, time
+    out = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, "-c", "from treepe_nb.cli import train_cli; train_cli()", "--sizes", "256", "8", "8",
+                          "--steps", "100000", "--no-progress", "--threads", "1", "--out", str(out)],
+                         stderr=subprocess.PIPE, text=True)
+    t0 = time.perf_counter()
+    while not (out / "metrics.jsonl").exists() and p.poll() is None and time.perf_counter() - t0 < 120: time.sleep(0.01)
+    assert p.poll() is None, p.stderr.read()
+    p.send_signal(signal.SIGINT); time.sleep(0.01); p.send_signal(signal.SIGINT)
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == 130 and "Traceback" not in err, err
+    assert not (out / ".lock").exists()
