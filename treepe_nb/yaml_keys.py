@@ -70,7 +70,8 @@ def yaml_analysis(model, # a trained `yaml-keys` model (a `Transformer`)
                   batch_size:int=32, # examples per forward pass
                  ) -> dict: # counts, accuracies, the two baselines and the attention masses (JSON-ready)
     """For the masked keys of a split: the `<unk>` share; on the others the accuracy of the parent part, the key part
-    and both, beside two baselines; and per layer and head the attention mass on the parent and on the own depth."""
+    and both (also per document, for intervals over documents), beside two baselines; and per layer and head the
+    attention mass on the parent and on the own depth."""
     parts, best = _key_statistics(task)
     target, unk = task.info["target"], task.tgt_vocab.unk
     was = model.training
@@ -78,7 +79,7 @@ def yaml_analysis(model, # a trained `yaml-keys` model (a `Transformer`)
     L, H = len(model.encoder), model.cfg.num_heads
     parent_mass, depth_mass = torch.zeros(L, H, dtype=torch.float64), torch.zeros(L, H, dtype=torch.float64)
     parent_uniform = depth_uniform = 0.0
-    n = Counter()
+    n, per_doc = Counter(), []
     examples = list(task.splits[split])
     for chunk in (examples[i:i + batch_size] for i in range(0, len(examples), batch_size)):
         b = task.collate(chunk)
@@ -86,6 +87,7 @@ def yaml_analysis(model, # a trained `yaml-keys` model (a `Transformer`)
         weights = torch.stack(encoder_attention(model, b.src_ids, b.src_pos, b.src_kinds), 1)   # [B, L, H, S, S]
         depth, real_tokens = b.src_pos.depth, b.src_ids != 0
         for i, e in enumerate(chunk):
+            per_doc.append([0, 0])                                            # this document: keys right, keys scored
             order, doc = e.src.order("dfs"), _doc_parts(e.src, target)     # token t is node order[t] of the tree
             parents = _parents(depth[i], b.src_pos.paths[i])
             real = int(real_tokens[i].sum())
@@ -99,6 +101,7 @@ def yaml_analysis(model, # a trained `yaml-keys` model (a `Transformer`)
                 else:
                     got = parts.get(guess, (None, None, None))
                     n["parent"] += got[1] == parent; n["key"] += got[2] == key; n["both"] += gold == guess
+                    per_doc[-1][0] += gold == guess; per_doc[-1][1] += 1
                     n["parent_baseline_key"] += base == gold
                 same = (depth[i] == depth[i, t]) & real_tokens[i]
                 depth_mass += weights[i, :, :, t][..., same].sum(-1).double()
@@ -114,6 +117,7 @@ def yaml_analysis(model, # a trained `yaml-keys` model (a `Transformer`)
         "accuracy": share("right", n["masked"]),                    # every masked key, `<unk>` = `<unk>` counted right
         "parent_accuracy": share("parent", known), "key_accuracy": share("key", known),
         "both_accuracy": share("both", known),                      # the three on targets other than `<unk>`
+        "per_document": per_doc,                                    # per example of the split: [right, scored] (not `<unk>`)
         "baselines": {
             "always_unk": {"accuracy": share("unk_baseline_right", n["masked"]), "parent_accuracy": 0.0,
                            "key_accuracy": 0.0, "both_accuracy": 0.0},
