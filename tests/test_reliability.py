@@ -387,3 +387,29 @@ def test_two_quick_sigints_end_without_a_traceback(tmp_path):
     err = p.communicate(timeout=120)[1]
     assert p.returncode == 130 and "Traceback" not in err, err
     assert not (out / ".lock").exists()
+
+
+# "One home for a run" (the newcomer's items 2 and 8): a run says what it starts with, and a finished run is not retrained
+def test_resuming_a_run_that_stopped_early_does_not_train_again(tmp_path, capsys):
+    base = dict(task=TaskConfig(sizes=(64, 8, 8)), model=ModelConfig(pe="stack", d_model=16, num_heads=2), steps=40,
+                eval_every=5, lr=1e-9, warmup=0, patience=2, out=str(tmp_path / "p"))
+    s = train(TrainConfig(**base), progress=False)
+    assert s["step"] == 15 and "patience=2" in s["stopped_early"]
+    steps = len(read_metrics(tmp_path / "p")[0])
+    again = train(TrainConfig(**base), progress=False, resume=True)
+    assert again == s and len(read_metrics(tmp_path / "p")[0]) == steps
+    assert "stopped early at step 15" in capsys.readouterr().err
+    more = train(TrainConfig(**{**base, "patience": 4}), progress=False, resume=True)    # asked for more: trains on
+    assert more["step"] > 15
+
+
+def test_a_run_says_what_it_starts_with(tmp_path, capsys):
+    import json
+    rows = [{"source": f"(f a{i} b{i % 7})", "target": f"(g b{i % 7} a{i})"} for i in range(3000)]
+    (tmp_path / "d.jsonl").write_text("\n".join(map(json.dumps, rows)))
+    cfg = TrainConfig(TaskConfig("pairs", options={"data": str(tmp_path / "d.jsonl")}),
+                      ModelConfig(pe="stack", d_model=16, num_heads=2), steps=1, eval_examples=1, out=str(tmp_path / "r"))
+    train(cfg, progress=False)
+    err = capsys.readouterr().err
+    assert "pairs (dfs): 1000/100/100 train/dev/test examples" in err and "1800 examples of your files unused" in err, err
+    assert " parameters; encodings stack/stack" in err

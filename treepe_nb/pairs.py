@@ -191,7 +191,8 @@ def _split(seed, sizes, data, dev, test, fmts, limits):
                              f"dev= and test= files")
         cut = [perm[n_dev + n_test:], perm[:n_dev], perm[n_dev:n_dev + n_test]]
         rows = [[whole[i] for i in sorted(c)] for c in cut]
-    return [_sample(r, s, seed, k) for k, (r, s) in enumerate(zip(rows, sizes))], reports, dropped
+    return [_sample(r, s, seed, k) for k, (r, s) in enumerate(zip(rows, sizes))], reports, dropped, \
+           [max(0, len(r) - s) for r, s in zip(rows, sizes)]
 
 # %% ../nbs/08e_pairs.ipynb #bf55d259
 def _encode_targets(vocab:ArityVocab, rows:list) -> list:
@@ -219,7 +220,7 @@ def pairs_task(seed, sizes, order, data:str="", # the data file (JSON lines with
         raise ValueError(f"min_count must be an integer >= 1 (1: no token maps to <unk>), got {min_count!r}")
     for f in fmts:
         if f not in FORMATS: raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {f!r}")
-    rows, reports, dropped = _split(seed, sizes, data, dev, test, fmts, (max_example_nodes, source_field, target_field))
+    rows, reports, dropped, unused = _split(seed, sizes, data, dev, test, fmts, (max_example_nodes, source_field, target_field))
     if lcrs:
         rows = [[tuple(x.lcrs() if isinstance(x, Tree) else x for x in r[:2]) + r[2:] for r in s] for s in rows]
     label = lambda x: x.labels if isinstance(x, Tree) else x
@@ -248,5 +249,5 @@ def pairs_task(seed, sizes, order, data:str="", # the data file (JSON lines with
                 source="tree" if trees[0] else "sequence", target="tree" if trees[1] else "sequence",
                 n=n if any(trees) else None, src_order="bfs",
                 info=dict(source_format=fmts[0], target_format=fmts[1], lcrs=lcrs, min_count=min_count,
-                          max_example_nodes=max_example_nodes, files=reports, dropped_repeats=dropped,
+                          max_example_nodes=max_example_nodes, files=reports, dropped_repeats=dropped, unused=unused,
                           source_of_data="your files", licence="that of your data"))

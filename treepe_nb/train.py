@@ -369,6 +369,28 @@ def checkpoint_config(path:str|Path, # a checkpoint (best.pt or last.pt) in its 
                 " (an edited config.yaml, or a checkpoint from another run: its weights need the checkpoint's settings)")
     return cfg
 
+def _stopped_early(out:Path, ck:dict, cfg:TrainConfig) -> dict|None:
+    "The summary of a run that already stopped early at this checkpoint under the same stopping settings, else None."
+    try: s = json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError): return None
+    if not isinstance(s, dict) or not s.get("stopped_early") or s.get("step") != ck["step"]: return None
+    stored = ck["config"] if isinstance(ck.get("config"), dict) else {}
+    if (stored.get("patience"), stored.get("stop_when_perfect")) != (cfg.patience, cfg.stop_when_perfect): return None
+    print(f"{out} stopped early at step {ck['step']} ({s['stopped_early']}): there is nothing to resume; to train on, "
+          f"change patience or stop_when_perfect (--patience, --no-stop-when-perfect)", file=sys.stderr)
+    return s
+
+def _start_line(task:Task, model:nn.Module, cfg:TrainConfig) -> str:
+    "What a run starts with: the task's splits (and what was left out), the vocabularies, the parameters, the encodings."
+    info = task.info
+    removed = {k: v for k, v in (info.get("duplicates_removed") or {}).items() if v}
+    unused = sum(info.get("unused") or ())
+    return (f"{task.name} ({cfg.task.order}): {'/'.join(str(len(s)) for s in task.splits.values())} train/dev/test examples"
+            + (f" ({', '.join(f'{v} {k}' for k, v in removed.items())} removed: sources of an earlier split)" if removed else "")
+            + (f"; {unused} examples of your files unused (sizes={cfg.task.sizes} caps the splits)" if unused else "")
+            + f"; vocabularies {len(task.src_vocab)} -> {len(task.tgt_vocab)}; "
+            f"{sum(p.numel() for p in model.parameters()):,} parameters; encodings {'/'.join(cfg.model.encodings)}")
+
 class Interrupted(KeyboardInterrupt):
     "A run stopped by Ctrl-C or SIGTERM at a step boundary, after saving last.pt (resume continues it exactly)."
 
@@ -450,6 +472,8 @@ def train(cfg:TrainConfig, # the run's settings
             sched.load_state_dict(ck["scheduler"])
             step, best, best_step, since_best = ck["step"], ck["best"], ck["best_step"], ck.get("since_best", 0)
             set_rng_state(ck["rng"])
+            if (done := _stopped_early(out, ck, cfg)) is not None: return done
+        if rank == 0: print(_start_line(task, model, cfg), file=sys.stderr)
         if rank == 0:
             (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
             save_vocab(out, task)                      # what `predict.load_run` needs without rebuilding the data
