@@ -4,24 +4,25 @@
 
 # %% ../nbs/09b_cli.ipynb #96daa564
 from __future__ import annotations
-import argparse, json, os, re, signal, sys
+import argparse, json, math, os, re, signal, sys
 from dataclasses import fields
 from pathlib import Path
 from typing import Sequence
+import numpy as np
 import torch
 import yaml
 from fastcore.docments import docments
 from .attention import ENCODINGS
 from .model import ModelConfig
 from .tasks import PRESETS, TASKS, TaskConfig
-from .runs import load_checkpoint
+from .runs import load_checkpoint, read_metrics
 from .readers import load_yaml_data
 from .train import (TrainConfig, build, checkpoint_config, evaluate, nested_settings, resolve_device, train,
                              Interrupted, BEST_METRICS, AMP_MODES)
 from . import __version__
 
 # %% auto #0
-__all__ = ['config_from_args', 'command_error', 'int_at_least', 'train_cli', 'eval_cli']
+__all__ = ['config_from_args', 'command_error', 'int_at_least', 'evaluate_run', 'run_advice', 'train_cli', 'eval_cli']
 
 # %% ../nbs/09b_cli.ipynb #3e990463
 def _parse_value(text:str):
@@ -76,6 +77,8 @@ def _train_parser() -> argparse.ArgumentParser:
                    "settings of its config.yaml (options that would change the model or the data are refused)")
     p.add_argument("--overwrite", action="store_true", help="replace a run that --out already holds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-test", action="store_true", help="do not evaluate best.pt on the test split at the end (it "
+                   "decodes as many test examples as --eval-examples; the result goes to eval_test.json)")
     p.add_argument("--version", action="version", version=f"%(prog)s (treepe_nb {__version__})")
     choices = _choices()
     for section, cls, base in _sections():
@@ -131,7 +134,7 @@ def config_from_args(argv:Sequence[str]|None=None # command-line arguments (defa
             values = TrainConfig.from_dict(_read_config(p, stored)).to_dict()
         else: values = nested_settings(_read_config(p, args.config)) if args.config else {"task": {}}
         for dest, v in vars(args).items():
-            if dest in ("config", "resume", "overwrite", "no_progress"): continue
+            if dest in ("config", "resume", "overwrite", "no_progress", "no_test"): continue   # not settings of the run
             section, _, name = dest.rpartition(".")
             if section:
                 target = values.setdefault(section, {})
@@ -158,6 +161,51 @@ def int_at_least(low:int # the smallest value allowed
         return v
     return parse
 
+# %% ../nbs/09b_cli.ipynb #b7d3cbab
+def evaluate_run(run:str|Path, # a run folder written by `treepe-train`
+                 split:str="test", # the split to evaluate: train, dev or test
+                 checkpoint:str="best", # which checkpoint: best or last
+                 batch_size:int=64, # examples per forward pass
+                 eval_examples:int|None=None, # examples decoded for exact match (None: all)
+                 beam:int|None=None, # beam width (None: greedy)
+                 device:str="auto", # cpu, cuda, cuda:N or auto
+                 progress:bool=False, # a progress bar while decoding
+                ) -> dict: # the run, split, checkpoint and step, then `evaluate`'s metrics (also in `eval_SPLIT.json`)
+    "Evaluate a run folder's checkpoint on a split with the checkpoint's own settings; writes `RUN/eval_SPLIT.json`."
+    run = Path(run)
+    if not (run / "config.yaml").exists(): raise FileNotFoundError(f"{run} is not a run folder (no config.yaml)")
+    path = run / f"{checkpoint}.pt"
+    if not path.exists() and checkpoint == "best" and (run / "last.pt").exists():
+        raise FileNotFoundError(f"no best.pt in {run} (the run stopped before its first evaluation): use --checkpoint last")
+    ck = load_checkpoint(path, require=("model", "config", "step"))
+    cfg = checkpoint_config(path, ck)
+    task, model = build(cfg)
+    try: model.load_state_dict(ck["model"])
+    except RuntimeError as e:
+        raise ValueError(f"{path} does not fit the model of its configuration: {str(e).splitlines()[0]}") from None
+    dev = resolve_device(device)
+    m = evaluate(model.to(dev), task, split, batch_size, eval_examples, beam, cfg.max_output_nodes, dev, progress=progress)
+    result = {"run": str(run), "split": split, "checkpoint": checkpoint, "step": ck["step"], **m}
+    try: (run / f"eval_{split}.json").write_text(json.dumps(result, indent=1))
+    except OSError as e: print(f"could not write {run / f'eval_{split}.json'} ({e.strerror})", file=sys.stderr)
+    return result
+
+def run_advice(run:str|Path # a run folder with metrics
+              ) -> str|None: # one line of advice, or None when the run decoded some dev example right
+    """What to try when a run decoded no dev example right: it fit the training split (its last training loss is
+    under a quarter of the dev loss, `log perplexity`) and did not generalise, or it fit neither."""
+    trains, evals = read_metrics(run)
+    scored = [e for e in evals if e.get("exact_match") is not None]
+    if not trains or not scored or max(e["exact_match"] for e in scored) > 0: return None
+    loss = float(np.mean([r["loss"] for r in trains[-20:]]))
+    dev = min(math.log(e["perplexity"]) for e in scored)
+    said = (f"no dev example was decoded right in {len(scored)} evaluation{'s' * (len(scored) != 1)} (best dev loss {dev:.3f} nats per token, "
+            f"perplexity {math.exp(dev):.3g}; training loss {loss:.3f} over the last {min(len(trains), 20)} steps): ")
+    if loss < dev / 4:
+        return said + ("the model fits the training split but does not generalise; give it more training examples "
+                       "(--sizes, or a larger file), --dropout, --weight-decay, or fewer --steps")
+    return said + "it has not learned the task yet; train longer (--steps), try another --lr, or a larger model"
+
 # %% ../nbs/09b_cli.ipynb #739205be
 def train_cli(argv:Sequence[str]|None=None):
     "`treepe-train`: train from the command line (see `--help`); Ctrl-C or SIGTERM stop it resumably (status 130)."
@@ -176,7 +224,21 @@ def train_cli(argv:Sequence[str]|None=None):
     except OSError as e:                                # a folder that cannot be written, a full disk, ...
         where = e.filename or (cfg.out if cfg is not None else "the run folder")
         command_error("treepe-train", f"{where}: {e.strerror or e}" if e.filename else f"{e.strerror or e}")
-    if int(os.environ.get("RANK", "0")) == 0: print(json.dumps(summary, indent=1))
+    if int(os.environ.get("RANK", "0")) != 0: return
+    if not args.no_test and summary.get("best_step") is not None:          # the test score of the chosen checkpoint
+        try: summary["test"] = _final_test(cfg)
+        except (ValueError, FileNotFoundError, RuntimeError, OSError) as e:
+            print(f"treepe-train: the test evaluation failed ({e}); the run is saved", file=sys.stderr)
+    print(json.dumps(summary, indent=1))
+    if (advice := run_advice(cfg.out)) is not None: print(f"treepe-train: {advice}", file=sys.stderr)
+
+def _final_test(cfg:TrainConfig) -> dict:
+    "best.pt on the test split, decoding as many examples as the dev evaluations did; one line on stderr."
+    t = evaluate_run(cfg.out, "test", "best", eval_examples=cfg.eval_examples or None, beam=cfg.beam, device=cfg.device)
+    em = "none decoded" if t["exact_match"] is None else f"{t['exact_match']:.3f} of {t['decoded']} decoded"
+    print(f"test (best.pt, step {t['step']}): perplexity {t['perplexity']:.3f}, token accuracy "
+          f"{t['token_accuracy']:.3f}, exact match {em}", file=sys.stderr)
+    return t
 
 def eval_cli(argv:Sequence[str]|None=None):
     "`treepe-eval RUN`: evaluate a run folder's checkpoint on a split; prints and writes `eval_SPLIT.json`."
@@ -191,24 +253,7 @@ def eval_cli(argv:Sequence[str]|None=None):
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: auto)")
     p.add_argument("--batch-size", type=int_at_least(1), default=64, help="examples per forward pass (default: 64)")
     args = p.parse_args(argv)
-    run = Path(args.run)
-    if not (run / "config.yaml").exists(): p.error(f"{run} is not a run folder (no config.yaml)")
-    path = run / f"{args.checkpoint}.pt"
-    if not path.exists() and args.checkpoint == "best" and (run / "last.pt").exists():
-        p.error(f"no best.pt in {run} (the run stopped before its first evaluation): use --checkpoint last")
-    try:
-        ck = load_checkpoint(path, require=("model", "config", "step"))
-        cfg = checkpoint_config(path, ck)
-        task, model = build(cfg)
-        try: model.load_state_dict(ck["model"])
-        except RuntimeError as e:
-            raise ValueError(f"{path} does not fit the model of its configuration: {str(e).splitlines()[0]}") from None
-        device = resolve_device(args.device)
-        m = evaluate(model.to(device), task, args.split, args.batch_size, args.eval_examples or None, args.beam,
-                     cfg.max_output_nodes, device, progress=sys.stderr.isatty())
+    try: result = evaluate_run(args.run, args.split, args.checkpoint, args.batch_size, args.eval_examples or None,
+                               args.beam, args.device, progress=sys.stderr.isatty())
     except (ValueError, FileNotFoundError, RuntimeError) as e: command_error("treepe-eval", e)
-    result = {"run": str(run), "split": args.split, "checkpoint": args.checkpoint, "step": ck["step"], **m}
     print(json.dumps(result, indent=1))
-    try: (run / f"eval_{args.split}.json").write_text(json.dumps(result, indent=1))
-    except OSError as e: print(f"treepe-eval: could not write {run / f'eval_{args.split}.json'} ({e.strerror}); "
-                               f"the result is printed above", file=sys.stderr)

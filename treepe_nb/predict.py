@@ -62,6 +62,7 @@ class Prediction:
     "One output of `predict`."
     output: Tree|list|None       # the decoded tree (LCRS undone), the token list, or None if decoding failed
     text: str|None               # Python source, an S-expression or the tokens joined by spaces (None: not printable)
+    error: str|None = None       # why the input was not decoded (with `errors="skip"`), else None
 
 def _lookup(vocab, labels:Sequence, unknown:str, what:str) -> np.ndarray:
     "Ids of labels: exact tokens first, then by their text; unknown ones raise or map to `<unk>`."
@@ -71,7 +72,8 @@ def _lookup(vocab, labels:Sequence, unknown:str, what:str) -> np.ndarray:
     missing = [l for l in keys if l not in vocab]
     if missing and unknown == "raise":
         raise ValueError(f"{what}: token {missing[0]!r} is not in the run's source vocabulary ({len(vocab)} tokens, "
-                         f"e.g. {', '.join(map(repr, vocab.tokens[:5]))}); pass unknown='unk' to map it to <unk>")
+                         f"e.g. {', '.join(map(repr, vocab.tokens[:5]))}); map it to <unk> with unknown='unk' "
+                         f"(treepe-predict: --unknown unk)")
     return vocab.encode(keys, unknown="unk")
 
 def _source(run:Run, x, format:str|None, k:int):
@@ -85,6 +87,17 @@ def _source(run:Run, x, format:str|None, k:int):
     except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{k}: {e}") from None
     if not isinstance(t, Tree): raise ValueError(f"{k}: the run reads trees, got tokens ({format=})")
     return (t.lcrs() if info.get("lcrs") else t), None
+
+def _encoded(run:Run, x, format:str|None, unknown:str, what:str):
+    "One input as the model reads it: (its tree or None, its source ids), checked against the run's limits."
+    v = run.vocab
+    t, toks = _source(run, x, format, what)
+    if t is None: return None, _lookup(v["src_vocab"], toks, unknown, what)
+    if int(t.depth.max()) > v["max_depth"]:
+        raise ValueError(f"{what} has depth {int(t.depth.max())}, deeper than the run's max_depth={v['max_depth']}")
+    if len(t) > 1 and int(t.slot.max()) >= v["n"]:
+        raise ValueError(f"{what} has a node with {int(t.slot.max()) + 1} children; the run's n={v['n']}")
+    return t, _lookup(v["src_vocab"], t.labels, unknown, what)[t.order(v["src_order"])]
 
 # %% ../nbs/09c_predict.ipynb #179bf451
 def _text(run:Run, out):
@@ -108,6 +121,7 @@ def predict(run:Run, # from `load_run`
             batch_size:int=64, # inputs decoded at once
             max_output_nodes:int|None=None, # the most nodes of an output tree (None: the run's)
             names:Sequence[str]|None=None, # what errors call each input (default "input 0", "input 1", ...)
+            errors:str="raise", # an input that cannot be read: "raise", or "skip" (its `Prediction` holds the error)
            ) -> list[Prediction]:
     "Decode every input with the run's model."
     v = run.vocab
@@ -115,6 +129,7 @@ def predict(run:Run, # from `load_run`
     if format is not None and format not in FORMATS: raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     if unknown is None: unknown = "unk" if v.get("info", {}).get("min_count", 1) > 1 else "raise"
     if unknown not in ("raise", "unk"): raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
+    if errors not in ("raise", "skip"): raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
     for what, x in (("batch_size", batch_size), ("max_output_nodes", max_output_nodes), ("beam", beam)):
         if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 1):
             raise ValueError(f"{what} must be an integer >= 1{' or None' if what != 'batch_size' else ''}, got {x!r}")
@@ -123,17 +138,18 @@ def predict(run:Run, # from `load_run`
     elif len(names) != len(inputs): raise ValueError(f"names must name every input: {len(names)} for {len(inputs)}")
     device, out = next(run.model.parameters()).device, []
     for start in range(0, len(inputs), batch_size):
-        read = [_source(run, x, format, names[start + k]) for k, x in enumerate(inputs[start:start + batch_size])]
-        rows, trees = [], [t for t, _ in read]
-        for k, (t, toks) in enumerate(read):
-            what = names[start + k]
-            if t is not None:
-                if int(t.depth.max()) > v["max_depth"]:
-                    raise ValueError(f"{what} has depth {int(t.depth.max())}, deeper than the run's max_depth={v['max_depth']}")
-                if len(t) > 1 and int(t.slot.max()) >= v["n"]:
-                    raise ValueError(f"{what} has a node with {int(t.slot.max()) + 1} children; the run's n={v['n']}")
-                rows.append(_lookup(v["src_vocab"], t.labels, unknown, what)[t.order(v["src_order"])])
-            else: rows.append(_lookup(v["src_vocab"], toks, unknown, what))
+        chunk, trees, rows, failed = range(start, min(start + batch_size, len(inputs))), [], [], {}
+        for k in chunk:
+            try: t, row = _encoded(run, inputs[k], format, unknown, names[k])
+            except ValueError as e:
+                if errors == "raise": raise
+                failed[k] = str(e)
+                continue
+            trees.append(t)
+            rows.append(row)
+        if not rows:
+            out += [Prediction(None, None, failed[k]) for k in chunk]
+            continue
         ids = torch.zeros(len(rows), max(map(len, rows)), dtype=torch.long)
         for b, r in enumerate(rows): ids[b, :len(r)] = torch.from_numpy(r)
         pos = (batch_positions(trees, v["src_order"], v["max_depth"]) if v["source"] == "tree" else
@@ -142,7 +158,8 @@ def predict(run:Run, # from `load_run`
                                  order=v["tgt_order"], beam=beam,
                                  max_output_nodes=max_output_nodes)
         if v["target"] == "sequence": gen = [v["tgt_vocab"].decode(g) for g in gen]
-        out += [Prediction(*_text(run, g)) for g in gen]
+        decoded = iter(gen)
+        out += [Prediction(None, None, failed[k]) if k in failed else Prediction(*_text(run, next(decoded))) for k in chunk]
     return out
 
 # %% ../nbs/09c_predict.ipynb #7b9b14a7
@@ -160,22 +177,31 @@ def predict_cli(argv:Sequence[str]|None=None):
     p.add_argument("--checkpoint", choices=["auto", "best", "last"], default="auto", help="which checkpoint (default: auto)")
     p.add_argument("--beam", type=int_at_least(1), default=None, help="beam width (default: greedy)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    p.add_argument("--skip-errors", action="store_true", help="an input that cannot be read gets an empty output line "
+                   "and a message naming its line on stderr (default: the first such input stops the command)")
     args = p.parse_args(argv)
+    errors = "skip" if args.skip_errors else "raise"
     try:
         run = load_run(args.run, args.checkpoint, args.device)
-        lines, inputs, names = read_lines(args.file), [], []
+        lines, inputs, names, unread = read_lines(args.file), [], [], {}
         for n, line in enumerate(lines, 1):
             if not line.strip(): continue                   # a blank line has nothing to decode: its output is blank
-            names.append(f"{'standard input' if args.file == '-' else args.file}, line {n}")
-            if args.field:
-                try: inputs.append(json.loads(line)[args.field])
-                except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
-                    raise ValueError(f"{names[-1]}: not a JSON object with the field {args.field!r}") from None
-            else: inputs.append(line)
-        preds = iter(predict(run, inputs, args.format, args.unknown, args.beam, names=names))
+            name = f"{'standard input' if args.file == '-' else args.file}, line {n}"
+            try: x = json.loads(line)[args.field] if args.field else line
+            except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
+                unread[n] = f"{name}: not a JSON object with the field {args.field!r}"
+                if errors == "raise": raise ValueError(unread[n]) from None
+                continue
+            inputs.append(x)
+            names.append(name)
+        preds = iter(predict(run, inputs, args.format, args.unknown, args.beam, names=names, errors=errors))
     except (ValueError, FileNotFoundError, TypeError) as e:
         command_error("treepe-predict", e)
     given = iter(inputs)
-    for line in lines:                                      # one output line per input line, blank for blank
-        x, pr = (next(given), next(preds)) if line.strip() else ("", Prediction(None, None))
-        print(json.dumps({"input": x, "output": pr.text}) if args.jsonl else (pr.text or "").replace("\n", "\\n"))
+    for n, line in enumerate(lines, 1):                     # one output line per input line, blank for blank
+        if n in unread: x, pr = line, Prediction(None, None, unread[n])
+        elif line.strip(): x, pr = next(given), next(preds)
+        else: x, pr = "", Prediction(None, None)
+        if pr.error: print(f"treepe-predict: skipped: {pr.error}", file=sys.stderr)
+        print(json.dumps({"input": x, "output": pr.text, **({"error": pr.error} if pr.error else {})}) if args.jsonl
+              else (pr.text or "").replace("\n", "\\n"))

@@ -131,11 +131,24 @@ def benchmarks_flag(notebook:str, # this notebook's file name, e.g. "04_algebrai
     print(f"BENCHMARKS = {on}: cells marked `#| slow` {state}{_cost(notebook)}.")
     return on
 
-def runall_table(path:str="results/runall.json", # the table `tools/runall.py` writes, from the notebooks' folder
-                ):
+class _MarkdownText(str):
+    "Text in Markdown: Jupyter renders it, and `print` or a plain Python prompt shows the text itself."
+    def _repr_markdown_(self): return str(self)
+    def __repr__(self): return str(self)
+
+def _results_file(path:str) -> Path:
+    "`path` as given where it exists (or is absolute), else under this clone's `nbs/` folder (e.g. from the repository root)."
+    p = Path(path)
+    if p.is_absolute() or p.exists(): return p
+    inside = Path(__file__).resolve().parent.parent / "nbs" / p
+    if inside.exists(): return inside
+    raise FileNotFoundError(f"{path} not found here ({Path.cwd()}) nor in this clone's notebooks folder ({inside.parent})")
+
+def runall_table(path:str="results/runall.json", # the table `tools/runall.py` writes (relative: from here, else from `nbs/`)
+                ) -> _MarkdownText:
     "The Run All measurements as a Markdown table: time and peak memory per notebook, and with the benchmarks on."
-    from IPython.display import Markdown
-    table = json.loads(Path(path).read_text())
+    path = _results_file(path)
+    table = json.loads(path.read_text())
     on, folder = table.get("with_benchmarks", {}), Path(path).resolve().parent.parent
     gated = {p.name for p in folder.glob("*.ipynb") if "benchmarks_flag(" in p.read_text(encoding="utf-8")}
     rows = ["| notebook | Run All | peak memory | with the benchmarks on |", "|---|---:|---:|---:|"]
@@ -145,20 +158,19 @@ def runall_table(path:str="results/runall.json", # the table `tools/runall.py` w
                     + (f"{b['seconds']:.0f} s, {_peak(b) / 1024:.1f} GB |" if b else "(no gate: all cells run) |"))
     m = [r["machine"] for r in table["notebooks"].values()]
     load = sorted(x["load_average_1min"] for x in m if x["load_average_1min"] is not None)
-    return Markdown("\n".join(rows) + f"\n\nMeasured with `tools/runall.py` on a {m[0]['cpu_threads']}-thread CPU "
+    return _MarkdownText("\n".join(rows) + f"\n\nMeasured with `tools/runall.py` on a {m[0]['cpu_threads']}-thread CPU "
                     f"(Python {m[0]['python']}) that other programs also used (median 1-minute load average "
                     f"{load[len(load) // 2]:.1f}), so a quiet laptop of that size is faster. Peak memory is the "
                     "largest resident size of the kernel or of a process it started.")
 
-def default_run_summary(path:str="results/default_run.json", # the record `tools/time_default_run.py` writes
-                       ):
+def default_run_summary(path:str="results/default_run.json", # `tools/time_default_run.py`'s record (relative: from here, else from `nbs/`)
+                       ) -> _MarkdownText:
     "The last timing of the README's default `treepe-train` as a sentence: wall time, what it reached, the machine."
-    from IPython.display import Markdown
-    r = json.loads(Path(path).read_text())
+    r = json.loads(_results_file(path).read_text())
     m, em = r["machine"], r["dev_exact_match"]
     stop = (f"at step {r['steps']:,} of {r['steps_planned']:,}, where it stopped early (`{r['stopped_early']}`)"
             if r["stopped_early"] else f"after all {r['steps']:,} steps")
-    return Markdown(f"The last measurement (`python tools/time_default_run.py`, {r['measured'][:10]}): `treepe-train` "
+    return _MarkdownText(f"The last measurement (`python tools/time_default_run.py`, {r['measured'][:10]}): `treepe-train` "
                     f"took {r['seconds']:.0f} s of wall time and reached dev exact match "
                     f"{'n/a' if em is None else f'{em:.3f}'} {stop}, on a {m['cpu_threads']}-thread CPU shared with "
                     f"other programs (1-minute load average {m['load_average_1min_before']:.1f} when it started, "

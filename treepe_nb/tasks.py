@@ -4,7 +4,7 @@
 
 # %% ../nbs/08c_tasks.ipynb #fe6bfa7f
 from __future__ import annotations
-import hashlib, inspect, math
+import hashlib, inspect, math, os
 from collections import Counter
 from collections.abc import Mapping
 from contextlib import contextmanager
@@ -30,6 +30,7 @@ __all__ = ['TASKS', 'PRESETS', 'YAML_TARGETS', 'NODE_KINDS', 'register_task', 't
 
 # %% ../nbs/08c_tasks.ipynb #f9158676
 TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, order, **settings) -> dict
+_FILE_SETTINGS: dict[str, tuple] = {}            # name -> the settings that name files (made absolute by TaskConfig)
 
 def _builder_settings(builder:Callable) -> tuple[dict, bool]:
     "A builder's settings (keyword parameters after seed, sizes, order) and defaults; whether it takes **kwargs."
@@ -40,8 +41,11 @@ def _builder_settings(builder:Callable) -> tuple[dict, bool]:
 def register_task(name:str, # the task's name; a prefix `seq-` or `tree-` gives it the presets' settings
                   builder:Callable, # `builder(seed, sizes, order, **settings) -> dict` (see the text above)
                   replace:bool=False, # allow replacing a task registered under that name
+                  files:Sequence[str]=(), # settings that name files or folders: `TaskConfig` makes them absolute paths
                  ) -> Callable: # the builder
-    "Add a task to `TASKS`, so that `TaskConfig` and `make_task` know it (the built-in tasks are registered so too)."
+    """Add a task to `TASKS`, so that `TaskConfig` and `make_task` know it (the built-in tasks are registered so too).
+    A relative path in one of its `files` settings is resolved from the working folder when its `TaskConfig` is made,
+    so a run's `config.yaml` finds the data again from any folder (`treepe-eval`, `--resume`)."""
     if not isinstance(name, str) or not name.strip():
         raise TypeError(f"a task's name must be a non-empty string, got {name!r}")
     if not callable(builder): raise TypeError(f"the builder of {name!r} must be callable, got {builder!r}")
@@ -50,7 +54,10 @@ def register_task(name:str, # the task's name; a prefix `seq-` or `tree-` gives 
         raise TypeError(f"the builder of {name!r} must take (seed, sizes, order, **settings): {e}") from None
     if name in TASKS and not replace:
         raise ValueError(f"a task {name!r} is registered already; pass replace=True to replace it")
-    TASKS[name] = builder
+    files = (files,) if isinstance(files, str) else tuple(files)
+    if unknown := [f for f in files if f not in _builder_settings(builder)[0]]:
+        raise ValueError(f"files={unknown} are not settings of {name!r}'s builder")
+    TASKS[name], _FILE_SETTINGS[name] = builder, files
     return builder
 
 def task_settings(name:str # a registered task
@@ -221,6 +228,9 @@ class TaskConfig:
                 if any_key and isinstance(key, str): continue
                 raise ValueError(f"{self.name} has no setting {key!r}; its settings: {', '.join(settings) or 'none'}")
             _check_setting(self.name, key, value, settings[key])
+        for key in _FILE_SETTINGS.get(self.name, ()):         # a path from anywhere (eval, resume, predict)
+            if isinstance(self.options.get(key), (str, Path)) and str(self.options[key]):
+                self.options[key] = os.path.abspath(os.path.expanduser(self.options[key]))
         if self.max_depth is not None: self.max_depth = _int(self.max_depth, "max_depth")
 
     @property
@@ -576,10 +586,10 @@ def _yaml_task(seed, sizes, order, corpus:str|Path|None=None, target:str="bigram
                           with_resource_kind=dict(zip(("train", "dev", "test"), with_kind)),
                           licence="Apache-2.0 and MIT-0 (see treepe_nb/data/yaml/NOTICE)"))
 
-register_task("yaml-keys", _yaml_task, replace=True)
+register_task("yaml-keys", _yaml_task, replace=True, files=("corpus",))
 
 from .pairs import pairs_task            # your own pairs from files (chapter 8e)
-register_task("pairs", pairs_task, replace=True)
+register_task("pairs", pairs_task, replace=True, files=("data", "dev", "test"))
 
 # %% ../nbs/08c_tasks.ipynb #3417357c
 for _kind in FOR2LAM_KINDS: register_task(f"for2lam-{_kind}", for2lam_builder(_kind), replace=True)

@@ -518,7 +518,7 @@ def train(cfg:TrainConfig, # the run's settings
         model.train()
         bar = tqdm(total=cfg.steps, initial=step, desc=f"{cfg.task.name} {'/'.join(cfg.model.encodings)}",
                    disable=rank != 0 or (not sys.stderr.isatty() if progress is None else not progress), dynamic_ncols=True)
-        epoch, order = None, None
+        epoch, order, first = None, None, step         # first: where this process started (for the time to go)
         lines = rank == 0 and bar.disable and progress is None and log_every > 0     # no bar: a line every log_every s
         started = last_line = time.perf_counter()
         try:
@@ -543,8 +543,9 @@ def train(cfg:TrainConfig, # the run's settings
                     bar.set_postfix(loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}"); bar.update()
                     if lines and time.perf_counter() - last_line >= log_every:
                         last_line = time.perf_counter()
+                        eta = (last_line - started) / (step - first) * (cfg.steps - step)    # at this run's pace
                         print(f"step {step}/{cfg.steps}: loss {mean:.3f}, {rate:.0f} tokens/s, "
-                              f"{last_line - started:.0f} s", file=sys.stderr, flush=True)
+                              f"{last_line - started:.0f} s, about {eta:.0f} s to go", file=sys.stderr, flush=True)
                 if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps: evaluation()
                 elif rank == 0 and cfg.checkpoint_every and step % cfg.checkpoint_every == 0: checkpoint("last.pt")
                 stopping, finished = stop["signal"] is not None, early is not None
