@@ -15,10 +15,11 @@ from fastcore.docments import docments
 from .attention import ENCODINGS
 from .model import ModelConfig
 from .tasks import PRESETS, TASKS, TaskConfig
-from .runs import load_checkpoint, read_metrics
+from .runs import load_checkpoint, read_metrics, read_run_file
 from .readers import load_yaml_data
-from .train import (TrainConfig, build, checkpoint_config, evaluate, nested_settings, resolve_device, train,
-                             Interrupted, BEST_METRICS, AMP_MODES)
+from .config import (TrainConfig, checkpoint_config, import_modules, nested_settings, resolve_device,
+                              BEST_METRICS, AMP_MODES)
+from .train import build, evaluate, train, Interrupted
 from . import __version__
 
 # %% auto #0
@@ -45,7 +46,8 @@ _OPTION_KINDS = {"bool": dict(action=argparse.BooleanOptionalAction), "int": dic
                  "str": dict(type=str), "int|None": dict(type=_optional(int)), "float|None": dict(type=_optional(float)),
                  "str|None": dict(type=str), "bool|None": dict(type=_boolean, metavar="{true,false,none}"),
                  "tuple": dict(nargs=3, type=int, metavar=("TRAIN", "DEV", "TEST")),
-                 "dict": dict(action="append", metavar="KEY=VALUE", type=str)}
+                 "dict": dict(action="append", metavar="KEY=VALUE", type=str),
+                 "tuple[str,...]": dict(action="append", metavar="MODULE", type=str)}
 
 def _choices() -> dict:
     "The allowed values of the options that have a fixed set (read when the parser is made: registered encodings count)."
@@ -54,7 +56,7 @@ def _choices() -> dict:
             "order": ["dfs", "bfs"], "preset": list(PRESETS), "best_metric": list(BEST_METRICS), "activation": list(ACTIVATIONS),
             "amp": list(AMP_MODES)}
 
-_FLAGS = {("task", "name"): "--task", ("task", "options"): "--task-option"}   # flags that are not the field's name
+_FLAGS = {("task", "name"): "--task", ("task", "options"): "--task-option", (None, "imports"): "--import"}   # flags that are not the field's name
 
 def _sections() -> list[tuple[str|None, type, object]]:
     "(section, dataclass, its defaults) of every group of options: the task, the model, then the run."
@@ -120,10 +122,27 @@ def _task_options(p:argparse.ArgumentParser, items:list[str]) -> dict:
         key, text = item.split("=", 1); opts[key.strip()] = _parse_value(text)
     return opts
 
+def _early_imports(argv:Sequence[str]|None):
+    """Import the modules of `--import` and of the run's configuration (`--config`'s file; with `--resume`, the run's
+    config.yaml) before the parser is made, so that the tasks and encodings they register are choices of its options."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--import", dest="imports", action="append", default=[])
+    pre.add_argument("--config")
+    pre.add_argument("--resume", action="store_true")
+    pre.add_argument("--out", default=TrainConfig().out)
+    known, _ = pre.parse_known_args(argv)
+    file, listed = Path(known.out) / "config.yaml" if known.resume else known.config, []
+    if file and Path(file).is_file():
+        try: listed = read_run_file(file).get("imports") or []
+        except (ValueError, AttributeError, TypeError): pass     # the parser names a bad file when it reads it
+    try: import_modules([*listed, *known.imports] if isinstance(listed, list) else known.imports)
+    except (ValueError, TypeError) as e: command_error("treepe-train", e)
+
 def config_from_args(argv:Sequence[str]|None=None # command-line arguments (default: `sys.argv[1:]`)
                     ) -> tuple[TrainConfig, argparse.Namespace]:
     """A `TrainConfig` from defaults, then a `--config` file, then the options given on the command line; with
     `--resume`, from the run folder's config.yaml, then the options given."""
+    _early_imports(argv)                               # before the parser lists the registered tasks and encodings
     p = _train_parser()
     args = p.parse_args(argv)
     try:
@@ -140,6 +159,7 @@ def config_from_args(argv:Sequence[str]|None=None # command-line arguments (defa
                 target = values.setdefault(section, {})
                 if name == "options": v = {**target.get("options", {}), **_task_options(p, v)}
                 target[name] = v
+            elif name == "imports": values[name] = list(dict.fromkeys([*(values.get(name) or []), *v]))   # file's, then yours
             else: values[name] = v
         return TrainConfig(**values), args
     except (ValueError, TypeError) as e: p.error(str(e))
@@ -252,7 +272,11 @@ def eval_cli(argv:Sequence[str]|None=None):
     p.add_argument("--eval-examples", type=int_at_least(0), default=0, help="examples decoded for exact match (default 0: all)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: auto)")
     p.add_argument("--batch-size", type=int_at_least(1), default=64, help="examples per forward pass (default: 64)")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="a module of yours to import first (repeatable; the run's own imports are imported anyway)")
     args = p.parse_args(argv)
+    try: import_modules(args.imports)
+    except ValueError as e: command_error("treepe-eval", e)
     try: result = evaluate_run(args.run, args.split, args.checkpoint, args.batch_size, args.eval_examples or None,
                                args.beam, args.device, progress=sys.stderr.isatty())
     except (ValueError, FileNotFoundError, RuntimeError) as e: command_error("treepe-eval", e)

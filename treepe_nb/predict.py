@@ -17,7 +17,7 @@ from .cli import command_error, int_at_least
 from .corpora import docstring_tokens
 from .model import Transformer
 from .runs import load_checkpoint, load_vocab
-from .train import TrainConfig, checkpoint_config, resolve_device
+from .config import TrainConfig, checkpoint_config, import_modules, resolve_device
 from .pairs import FORMATS, read_input, read_lines, to_python
 
 # %% auto #0
@@ -177,11 +177,14 @@ def predict_cli(argv:Sequence[str]|None=None):
     p.add_argument("--checkpoint", choices=["auto", "best", "last"], default="auto", help="which checkpoint (default: auto)")
     p.add_argument("--beam", type=int_at_least(1), default=None, help="beam width (default: greedy)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="a module of yours to import first (repeatable; the run's own imports are imported anyway)")
     p.add_argument("--skip-errors", action="store_true", help="an input that cannot be read gets an empty output line "
                    "and a message naming its line on stderr (default: the first such input stops the command)")
     args = p.parse_args(argv)
     errors = "skip" if args.skip_errors else "raise"
     try:
+        import_modules(args.imports)
         run = load_run(args.run, args.checkpoint, args.device)
         lines, inputs, names, unread = read_lines(args.file), [], [], {}
         for n, line in enumerate(lines, 1):

@@ -22,161 +22,14 @@ from .attention import ENCODINGS
 from .model import ModelConfig, Transformer, check_number, exact_match
 from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
 from .batching import Batch
+from .config import (RUN_PE, AMP_MODES, BEST_METRICS, RESUMABLE_CHANGES, TrainConfig, check_device,
+                              resolve_device, nested_settings, resume_changes, stored_config, checkpoint_config)
 from .runs import (RunLock, append_record, load_checkpoint, read_metrics, read_run_file, rng_state,
                             save_checkpoint, set_rng_state, truncate_records, save_vocab)
 
 # %% auto #0
-__all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'TrainConfig', 'check_device', 'resolve_device',
-           'nested_settings', 'amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split',
-           'evaluate', 'resume_changes', 'stored_config', 'checkpoint_config', 'Interrupted', 'train', 'plot_run']
-
-# %% ../nbs/09_train.ipynb #35a7941b
-def _section(cls, d:dict, name:str) -> dict:
-    "`d` if its keys are fields of `cls`, else a `ValueError` naming the unknown ones."
-    unknown = sorted(map(str, set(d) - {f.name for f in fields(cls)}))
-    if unknown: raise ValueError(f"unknown {name} settings {', '.join(map(repr, unknown))}; see treepe-train --help")
-    return d
-
-RUN_PE = "ape-tree"   # a run's encoding where its model settings name none (a `ModelConfig` built by hand: sinusoidal)
-
-def _default_model() -> ModelConfig: return ModelConfig(pe=RUN_PE)
-
-def _model_config(d:dict) -> ModelConfig:
-    "A run's `ModelConfig` from a mapping of model settings: `RUN_PE` unless the mapping names `pe`."
-    return ModelConfig(**{"pe": RUN_PE, **_section(ModelConfig, d, "model")})
-
-AMP_MODES = ("cuda", "all", "off")   # where `TrainConfig.amp` turns bf16 autocast on
-
-@dataclass
-class TrainConfig:
-    "Every setting of a training run: the data, the model, the optimiser and the run (the options of `treepe-train`)."
-    task: TaskConfig = field(default_factory=TaskConfig)    # the data (a TaskConfig, a mapping of its fields, or a task name)
-    model: ModelConfig = field(default_factory=_default_model)   # the model (a ModelConfig or a mapping of its fields)
-    steps: int = 1000                # optimisation steps
-    batch_size: int = 32             # examples per step, over all processes
-    lr: float = 3e-3                 # peak learning rate of AdamW
-    weight_decay: float = 0.01       # AdamW's weight decay
-    warmup: int = 100                # steps of linear warm-up before the cosine decay
-    label_smoothing: float = 0.0     # label smoothing of the training loss
-    clip: float = 1.0                # gradient-norm clipping (0: off)
-    eval_every: int = 250            # steps between evaluations on dev (0: at the end only)
-    eval_examples: int = 100         # examples of a split decoded for exact match (0: all of them)
-    checkpoint_every: int = 100      # steps between saves of last.pt besides the evaluations (0: at evaluations only)
-    beam: int|None = None            # beam width of decoding (None: greedy)
-    max_output_nodes: int = 256      # the most nodes a decoded tree may have
-    device: str = "auto"             # cpu, cuda, cuda:N, or auto (cuda when there is one)
-    amp: str = "cuda"                # bf16 autocast: on CUDA only, on every device (`all`: the CPU too), or `off` (one of `AMP_MODES`)
-    threads: int|None = None         # CPU threads of torch (None: 1 on machines with at most 4 cores, else torch's default)
-    out: str = "runs/default"        # the run folder: config, metrics, checkpoints
-    best_metric: str = "exact_match" # dev metric that picks best.pt: exact_match, token_accuracy or perplexity
-    patience: int = 4                # stop after this many evaluations without a better best_metric (0: never)
-    stop_when_perfect: bool = True   # stop at the first evaluation whose dev exact match is 1.0
-
-    def __post_init__(self):
-        if isinstance(self.task, str): self.task = TaskConfig(name=self.task)
-        if isinstance(self.task, dict): self.task = TaskConfig(**_section(TaskConfig, self.task, "task"))
-        if isinstance(self.model, dict): self.model = _model_config(self.model)
-        if not isinstance(self.task, TaskConfig): raise TypeError(f"task must be a TaskConfig, got {self.task!r}")
-        if not isinstance(self.model, ModelConfig): raise TypeError(f"model must be a ModelConfig, got {self.model!r}")
-        for name in ("steps", "batch_size"): check_number(self, name, int, 1)
-        check_number(self, "max_output_nodes", int, 1, 1_000_000)   # decoding tables and tracker states scale with it
-        for name in ("warmup", "eval_every", "eval_examples", "checkpoint_every", "patience"): check_number(self, name, int, 0)
-        check_number(self, "lr", float, 0, low_open=True)
-        for name in ("weight_decay", "clip"): check_number(self, name, float, 0)
-        check_number(self, "label_smoothing", float, 0, 1, high_open=True)
-        if self.beam is not None: check_number(self, "beam", int, 1)
-        if self.threads is not None: check_number(self, "threads", int, 1)
-        if not isinstance(self.out, str) or not self.out:
-            raise ValueError(f"out must be a folder name, got {self.out!r}")
-        if not isinstance(self.stop_when_perfect, bool):
-            raise ValueError(f"stop_when_perfect must be true or false, got {self.stop_when_perfect!r}")
-        if isinstance(self.amp, bool): self.amp = "cuda" if self.amp else "off"   # configs of before AMP_MODES
-        if self.amp not in AMP_MODES:
-            raise ValueError(f"amp must be one of {', '.join(AMP_MODES)} (or true/false: cuda/off), got {self.amp!r}")
-        check_device(self.device)
-        if self.best_metric not in BEST_METRICS:
-            raise ValueError(f"best_metric must be one of {', '.join(BEST_METRICS)}, got {self.best_metric!r}")
-
-    @property
-    def seed(self) -> int:
-        "The run's seed: the data's (`task.seed`), which also seeds the initialisation, dropout and the batch order."
-        return self.task.seed
-
-    def to_dict(self) -> dict:
-        "The configuration as plain YAML/JSON data: `task:` and `model:` sections, then the run's settings."
-        def plain(v): return [plain(x) for x in v] if isinstance(v, (tuple, list)) else (
-            {k: plain(x) for k, x in v.items()} if isinstance(v, dict) else v)
-        return plain(asdict(self))
-
-    @classmethod
-    def from_dict(cls, d:dict # `to_dict`'s form, or the flat form of records and checkpoints written before the spine
-                 ) -> TrainConfig:
-        "A `TrainConfig` from plain data; the one converter of old flat configurations."
-        return cls(**nested_settings(d))
-
-def check_device(device:str # "auto", "cpu", "cuda", "cuda:N", "mps", ...
-                ) -> str: # `device`
-    "`device` if torch can name such a device (whether it is present is checked when a run starts)."
-    if device == "auto": return device
-    try: torch.device(device)
-    except (RuntimeError, TypeError, ValueError):
-        raise ValueError(f"device must be auto, cpu, cuda, cuda:N or another torch device name, got {device!r}") from None
-    return device
-
-def resolve_device(device:str # as `check_device` accepts; "auto": the first CUDA device if there is one, else the CPU
-                  ) -> torch.device:
-    "The device `device` names, if it is present; a `ValueError` naming it otherwise (e.g. cuda on a machine without one)."
-    check_device(device)
-    if device == "auto": return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} but torch sees no CUDA device; use cpu")
-    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise ValueError(f"device={device!r} but torch sees {torch.cuda.device_count()} CUDA device(s)")
-    return dev
-
-BEST_METRICS = {"exact_match": 1, "token_accuracy": 1, "perplexity": -1}   # +1: higher is better
-
-# %% ../nbs/09_train.ipynb #dd37ae81
-_FLAT_TASK = {"task": "name", "order": "order", "sizes": "sizes", "seed": "seed"}
-_FLAT_MODEL = ("d_model", "num_heads", "enc_layers", "dec_layers", "d_ff", "dropout", "pe", "src_pe", "tgt_pe")
-_FLAT_MODEL_SETTINGS = dict(activation="gelu", decay=None, max_distance=16, cross_positions=None,
-                            tie_embeddings=False, max_len=1024)         # what flat-config runs used
-_RENAMED_OPTIONS = {"max_nodes": "max_example_nodes"}                  # task options renamed with the spine
-
-def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the flat form of before the sections
-                   ) -> dict: # `TrainConfig`'s keyword arguments (`task`, `model` as mappings)
-    "The one converter of configuration mappings, nested or flat, into `TrainConfig`'s arguments."
-    if not isinstance(d, dict): raise TypeError(f"a configuration must be a mapping, got {type(d).__name__}")
-    d = dict(d)
-    task, model = d.pop("task", None), d.pop("model", None)
-    if not (task is None or isinstance(task, (str, dict))):
-        raise ValueError(f"task must be a task name or a mapping of task settings, got {task!r:.60}")
-    if not (model is None or isinstance(model, dict)):
-        raise ValueError(f"model must be a mapping of model settings, got {model!r:.60}")
-    if not (d.get("task_options") is None or isinstance(d["task_options"], dict)):
-        raise ValueError(f"task_options must be a mapping, got {d['task_options']!r:.60}")
-    flat = "task_options" in d or any(k in d for k in _FLAT_MODEL)
-    if flat and (model is not None or isinstance(task, dict)):
-        keys = [k for k in ("task_options", *_FLAT_MODEL) if k in d]
-        raise ValueError(f"{', '.join(keys)} at the top level is the flat form of older configurations, which cannot be "
-                         f"mixed with {'a model:' if model is not None else 'a task:'} section; move "
-                         f"{'it' if len(keys) == 1 else 'them'} into the model: (or task:) section")
-    task = {"name": task} if isinstance(task, str) else dict(task or {})
-    model = dict(model or {})
-    twice = [f"{old} (task: has {new})" for old, new in _FLAT_TASK.items() if old != "task" and old in d and new in task]
-    if twice: raise ValueError(f"given both at the top level and in the task: section: {', '.join(twice)}; give each once")
-    for old, new in _FLAT_TASK.items():
-        if old in d: task[new] = d.pop(old)
-    if flat:
-        opts = d.pop("task_options", None)
-        task["preset"] = "small" if opts is None else "paper"
-        task["options"] = {_RENAMED_OPTIONS.get(k, k): v for k, v in (opts or {}).items()}
-        model = {**_FLAT_MODEL_SETTINGS, **{k: d.pop(k) for k in _FLAT_MODEL if k in d}}   # pe: RUN_PE if absent
-    if "max_nodes" in d: d["max_output_nodes"] = d.pop("max_nodes")
-    unknown = sorted(set(d) - {f.name for f in fields(TrainConfig)})
-    if unknown: raise ValueError(f"unknown settings {', '.join(unknown)}; see treepe-train --help")
-    return dict(d, task=task, **({"model": model} if model else {}))
+__all__ = ['amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate', 'Interrupted',
+           'train', 'plot_run']
 
 # %% ../nbs/09_train.ipynb #82dd9fc3
 def amp_context(amp:str, # one of `AMP_MODES`
@@ -324,51 +177,6 @@ def _better(metric:str, new:float, old:float|None) -> bool:
     return old is None or BEST_METRICS[metric] * (new - old) > 0
 
 # %% ../nbs/09_train.ipynb #dfd40648
-RESUMABLE_CHANGES = ("steps", "eval_every", "eval_examples", "checkpoint_every", "device", "amp", "threads", "out",
-                     "patience", "stop_when_perfect")
-
-def _flat_settings(cfg:TrainConfig) -> dict:
-    "Every setting as `section.field: value` (the task's and the model's prefixed)."
-    d = cfg.to_dict()
-    return {**{f"{s}.{k}": v for s in ("task", "model") for k, v in d.pop(s).items()}, **d}
-
-def resume_changes(stored:TrainConfig, # the configuration a run folder was started with
-                   new:TrainConfig, # the configuration a resume asks for
-                  ) -> dict: # setting -> (stored, new) for the settings a resume may change (`RESUMABLE_CHANGES`)
-    "What a resumed run changes; a `ValueError` naming every setting it may not (those change the model or the data)."
-    a, b = _flat_settings(stored), _flat_settings(new)
-    changed = {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
-    refused = {k: v for k, v in changed.items() if k not in RESUMABLE_CHANGES}
-    if refused:
-        raise ValueError("a resumed run keeps the model, the data and the optimiser of the run it continues; these "
-                         "differ: " + "; ".join(f"{k} {x!r} -> {y!r}" for k, (x, y) in refused.items()) +
-                         " (start a new run in another folder instead)")
-    return changed
-
-def stored_config(path:str|Path # a run folder's config.yaml
-                 ) -> TrainConfig:
-    "The configuration a run folder's config.yaml holds; a `ValueError` that names the file for anything else."
-    try: return TrainConfig.from_dict(read_run_file(path))
-    except TypeError as e: raise ValueError(f"{path} is not a run's configuration: {e}") from None
-    except ValueError as e: raise ValueError(str(e) if str(path) in str(e) else f"{path}: {e}") from None
-
-def checkpoint_config(path:str|Path, # a checkpoint (best.pt or last.pt) in its run folder
-                      ck:dict, # the loaded checkpoint (`runs.load_checkpoint`)
-                     ) -> TrainConfig: # the configuration its weights were trained with
-    """A checkpoint's own configuration, checked against its folder's config.yaml: where the two differ on the model or
-    the data (an edited config.yaml, or a checkpoint copied from another run), a `ValueError` naming the settings."""
-    path = Path(path)
-    cfg = TrainConfig.from_dict(ck["config"])
-    stored = path.parent / "config.yaml"
-    if stored.is_file():
-        a, b = _flat_settings(cfg), _flat_settings(stored_config(stored))
-        differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k not in RESUMABLE_CHANGES]
-        if differ:
-            raise ValueError(f"{path} was trained with other settings than {stored} gives: " + "; ".join(
-                f"{k} {a.get(k)!r} in the checkpoint, {b.get(k)!r} in config.yaml" for k in differ) +
-                " (an edited config.yaml, or a checkpoint from another run: its weights need the checkpoint's settings)")
-    return cfg
-
 def _stopped_early(out:Path, ck:dict, cfg:TrainConfig) -> dict|None:
     "The summary of a run that already stopped early at this checkpoint under the same stopping settings, else None."
     try: s = json.loads((out / "summary.json").read_text())
