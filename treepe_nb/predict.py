@@ -5,7 +5,7 @@
 # %% ../nbs/09c_predict.ipynb #0ecb8187
 from __future__ import annotations
 import argparse, json, sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Sequence
@@ -63,6 +63,8 @@ class Prediction:
     output: Tree|list|None       # the decoded tree (LCRS undone), the token list, or None if decoding failed
     text: str|None               # Python source, an S-expression or the tokens joined by spaces (None: not printable)
     error: str|None = None       # why the input was not decoded (with `errors="skip"`), else None
+    score: float|None = None     # the output's log-probability per token (length-normalised as beam search ranks it)
+    nbest: list = field(default_factory=list)   # with nbest > 1: the best hypotheses as (text, score), best first
 
 def _lookup(vocab, labels:Sequence, unknown:str, what:str) -> np.ndarray:
     "Ids of labels: exact tokens first, then by their text; unknown ones raise or map to `<unk>`."
@@ -112,6 +114,12 @@ def _text(run:Run, out):
         except ValueError: return out, None
     return out, (None if out.has_gaps else out.to_sexpr())
 
+def _prediction(run:Run, hypotheses:list, nbest:int) -> Prediction:
+    "The best of an input's (output, score) hypotheses, with the `nbest` best as (text, score) when nbest > 1."
+    best, score = hypotheses[0]
+    return Prediction(*_text(run, best), score=score,
+                      nbest=[(_text(run, h)[1], s) for h, s in hypotheses[:nbest]] if nbest > 1 else [])
+
 @torch.no_grad()
 def predict(run:Run, # from `load_run`
             inputs:Sequence, # sources: text in `format`, parsed JSON values, or token lists
@@ -122,6 +130,7 @@ def predict(run:Run, # from `load_run`
             max_output_nodes:int|None=None, # the most nodes of an output tree (None: the run's)
             names:Sequence[str]|None=None, # what errors call each input (default "input 0", "input 1", ...)
             errors:str="raise", # an input that cannot be read: "raise", or "skip" (its `Prediction` holds the error)
+            nbest:int=1, # hypotheses kept per input (at most `beam`), in `Prediction.nbest`
            ) -> list[Prediction]:
     "Decode every input with the run's model."
     v = run.vocab
@@ -130,6 +139,9 @@ def predict(run:Run, # from `load_run`
     if unknown is None: unknown = "unk" if v.get("info", {}).get("min_count", 1) > 1 else "raise"
     if unknown not in ("raise", "unk"): raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
     if errors not in ("raise", "skip"): raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
+    if isinstance(nbest, bool) or not isinstance(nbest, int) or not 1 <= nbest <= (beam or 1):
+        raise ValueError(f"nbest must be an integer from 1 to the beam width ({beam or 1}: "
+                         f"{'greedy decoding keeps one' if beam is None else 'beam'}), got {nbest!r}")
     for what, x in (("batch_size", batch_size), ("max_output_nodes", max_output_nodes), ("beam", beam)):
         if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 1):
             raise ValueError(f"{what} must be an integer >= 1{' or None' if what != 'batch_size' else ''}, got {x!r}")
@@ -156,10 +168,10 @@ def predict(run:Run, # from `load_run`
                torch.where(ids != 0, torch.arange(ids.shape[1]), 0))
         gen = run.model.generate(ids.to(device), pos.to(device), vocab=v["tgt_vocab"] if v["target"] == "tree" else None,
                                  order=v["tgt_order"], beam=beam,
-                                 max_output_nodes=max_output_nodes)
-        if v["target"] == "sequence": gen = [v["tgt_vocab"].decode(g) for g in gen]
+                                 max_output_nodes=max_output_nodes, return_all=True)
+        if v["target"] == "sequence": gen = [[(v["tgt_vocab"].decode(g), score) for g, score in hyps] for hyps in gen]
         decoded = iter(gen)
-        out += [Prediction(None, None, failed[k]) if k in failed else Prediction(*_text(run, next(decoded))) for k in chunk]
+        out += [Prediction(None, None, failed[k]) if k in failed else _prediction(run, next(decoded), nbest) for k in chunk]
     return out
 
 # %% ../nbs/09c_predict.ipynb #7b9b14a7
@@ -171,11 +183,14 @@ def predict_cli(argv:Sequence[str]|None=None):
     p.add_argument("file", nargs="?", default="-", help="a file with one input per line (default -: standard input)")
     p.add_argument("--format", choices=FORMATS, default=None, help="the format of the inputs (default: the run's own)")
     p.add_argument("--field", default=None, help="read each line as JSON and take this field (e.g. source)")
-    p.add_argument("--jsonl", action="store_true", help="write each output as a JSON line {input, output}")
+    p.add_argument("--jsonl", action="store_true", help="write each output as a JSON line {line, input, output, score} (the "
+                   "input's line number, its score: log-probability per token)")
     p.add_argument("--unknown", choices=["raise", "unk"], default=None,
                    help="a token outside the vocabulary: an error, or <unk> (default: <unk> where training used it)")
     p.add_argument("--checkpoint", choices=["auto", "best", "last"], default="auto", help="which checkpoint (default: auto)")
     p.add_argument("--beam", type=int_at_least(1), default=None, help="beam width (default: greedy)")
+    p.add_argument("--nbest", type=int_at_least(1), default=1, help="with --jsonl and --beam W: the best K <= W "
+                   "hypotheses of each input, with their scores, in an nbest field (default: 1)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="a module of yours to import first (repeatable; the run's own imports are imported anyway)")
@@ -183,6 +198,7 @@ def predict_cli(argv:Sequence[str]|None=None):
                    "and a message naming its line on stderr (default: the first such input stops the command)")
     args = p.parse_args(argv)
     errors = "skip" if args.skip_errors else "raise"
+    if args.nbest > 1 and not args.jsonl: p.error("--nbest writes several outputs per input: give --jsonl too")
     try:
         import_modules(args.imports)
         run = load_run(args.run, args.checkpoint, args.device)
@@ -197,7 +213,7 @@ def predict_cli(argv:Sequence[str]|None=None):
                 continue
             inputs.append(x)
             names.append(name)
-        preds = iter(predict(run, inputs, args.format, args.unknown, args.beam, names=names, errors=errors))
+        preds = iter(predict(run, inputs, args.format, args.unknown, args.beam, names=names, errors=errors, nbest=args.nbest))
     except (ValueError, FileNotFoundError, TypeError) as e:
         command_error("treepe-predict", e)
     given = iter(inputs)
@@ -206,5 +222,7 @@ def predict_cli(argv:Sequence[str]|None=None):
         elif line.strip(): x, pr = next(given), next(preds)
         else: x, pr = "", Prediction(None, None)
         if pr.error: print(f"treepe-predict: skipped: {pr.error}", file=sys.stderr)
-        print(json.dumps({"input": x, "output": pr.text, **({"error": pr.error} if pr.error else {})}) if args.jsonl
-              else (pr.text or "").replace("\n", "\\n"))
+        if not args.jsonl: print((pr.text or "").replace("\n", "\\n"))
+        else: print(json.dumps({"line": n, "input": x, "output": pr.text, "score": pr.score,
+                                **({"error": pr.error} if pr.error else {}),
+                                **({"nbest": [{"output": t, "score": v} for t, v in pr.nbest]} if args.nbest > 1 else {})}))
