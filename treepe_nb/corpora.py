@@ -4,19 +4,23 @@
 
 # %% ../nbs/08b_corpora.ipynb #3d1ea009
 from __future__ import annotations
-import ast, itertools, re, shutil, subprocess, sys, sysconfig, tarfile, tempfile, zipfile
+import ast, hashlib, itertools, re, shutil, subprocess, sys, sysconfig, tarfile, tempfile, zipfile
+from collections import Counter
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Sequence
 import numpy as np
-from .trees import Tree
+from .trees import Tree, content_key
 from .readers import NodeKind, read_yaml, stdlib_sources, SkippedDocument
 from .generators import task_rng
+from .tracking import ArityVocab, child_patterns
+from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
-__all__ = ['YAML_SAMPLE', 'YAML_SOURCES', 'docstring_tokens', 'docstring_functions', 'ast_leaf_classes', 'yaml_trees',
-           'fetch_yaml_corpus', 'yaml_corpus', 'sample_yaml_corpus']
+__all__ = ['YAML_SAMPLE', 'YAML_SOURCES', 'YAML_TARGETS', 'NODE_KINDS', 'docstring_tokens', 'docstring_functions',
+           'ast_leaf_classes', 'yaml_trees', 'fetch_yaml_corpus', 'yaml_corpus', 'sample_yaml_corpus',
+           'docstring2ast_task', 'yaml_key_nodes', 'yaml_targets', 'yaml_example', 'yaml_keys_task']
 
 # %% ../nbs/08b_corpora.ipynb #5e8e36c7
 _AST_TYPES = {k for k, v in vars(ast).items() if isinstance(v, type) and issubclass(v, ast.AST)}
@@ -210,3 +214,176 @@ def sample_yaml_corpus(src:str|Path, # a corpus folder (from `fetch_yaml_corpus`
         out = dest / files[i].relative_to(src); out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(files[i], out); total += size; written += 1
     return written
+
+# %% ../nbs/08b_corpora.ipynb #5d170e25
+def _ast_token(label, cls) -> str: return label if cls in (None, "name") else repr(label)
+
+def docstring2ast_task(seed, sizes, order, # as every task builder takes them (`tasks.register_task`)
+                       modules:Sequence[str]|None=None, # standard-library files to read (None: all of them)
+                       max_example_nodes:int=256, # bodies with more nodes are left out
+                       max_tree_depth:int=64, # binarised bodies deeper than this are left out
+                       max_words:int=48, # docstring lines with more tokens are left out
+                       min_count:int=3, # words, names and literals seen fewer times in train become placeholders
+                      ) -> dict: # the splits, vocabularies and facts of the task (see `tasks.register_task`)
+    "The builder of `py-docstring2ast` (chapter 8c describes the task): docstring lines to binarised syntax trees, split by module."
+    fns, report = docstring_functions(modules, max_example_nodes)       # checks modules; filters large bodies first
+    frac = np.cumsum(sizes) / sum(sizes)
+    rows = [[], [], []]
+    for f in fns:
+        words = docstring_tokens(f["doc"])
+        if not 1 <= len(words) <= max_words or len(f["body"]) > max_example_nodes: continue
+        u = int.from_bytes(hashlib.sha256(f["module"].encode()).digest()[:8], "big") / 2 ** 64
+        rows[int(np.searchsorted(frac, u, side="right"))].append((f, words))
+    for k in range(3):                                         # a seeded sample of at most sizes[k], in source order
+        if len(rows[k]) > sizes[k]:
+            keep = np.sort(
+                task_rng(seed, "py-docstring2ast", k).choice(len(rows[k]), sizes[k], replace=False)
+            )
+            rows[k] = [rows[k][i] for i in keep]
+    classes = [[ast_leaf_classes(f["body"]) for f, _ in split] for split in rows]
+    word_counts, leaf_counts = Counter(), Counter()
+    for (f, words), cls in zip(rows[0], classes[0]):
+        word_counts.update(words)
+        leaf_counts.update(_ast_token(l, c) for l, c in zip(f["body"].labels, cls) if c is not None)
+    src_vocab = SeqVocab.from_counts(word_counts, min_count)
+    splits, targets = [], []
+    for split, cls_split in zip(rows, classes):
+        examples = []
+        for (f, words), cls in zip(split, cls_split):
+            labels = [
+                _ast_token(l, c) if c is None or leaf_counts[_ast_token(l, c)] >= min_count else f"<{c}>"
+                for l, c in zip(f["body"].labels, cls)
+            ]
+            tgt = Tree(labels, f["body"].parent, f["body"].slot, validate=False).lcrs()
+            if int(tgt.depth.max()) > max_tree_depth: continue
+            examples.append(Example(np.array(words, dtype=object), tgt, src_vocab.encode(words, unknown="unk"), None,
+                                    meta=dict(module=f["module"], function=f["name"], line=f["line"], doc=f["doc"])))
+        splits.append(examples)
+    seen = {}
+    for e in splits[0]:
+        for key in zip(e.tgt.labels, child_patterns(e.tgt)): seen.setdefault(key, None)
+    tgt_vocab = ArityVocab([*seen, *(("<unk>", p) for p in ((), (0,), (1,), (0, 1)))], n=2)
+    for examples in splits:
+        for e, ids in zip(examples, arity_ids(tgt_vocab, [e.tgt for e in examples], unknown="<unk>")):
+            e.tgt_ids = ids
+    return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="sequence", target="tree", n=2,
+                info=dict(report, max_example_nodes=max_example_nodes, max_tree_depth=max_tree_depth,
+                          max_words=max_words, min_count=min_count,
+                          source_of_data="the CPython standard library of this machine", licence="PSF License Agreement"))
+
+# %% ../nbs/08b_corpora.ipynb #e14628e8
+YAML_TARGETS, NODE_KINDS = ("bigram", "trigram"), ("unmasked", "none")
+
+def yaml_key_nodes(kinds:np.ndarray # a document's `NodeKind` per node (root first)
+                  ) -> np.ndarray: # bool per node
+    "The nodes a `yaml-keys` example may mask: keys and list keys, the root excluded."
+    keys = np.isin(kinds, (int(NodeKind.KEY), int(NodeKind.LIST_KEY)))
+    keys[:1] = False
+    return keys
+
+def _resource_kind(t:Tree) -> str:
+    "The value of a document's top-level `kind:` key (`Deployment`, `Service`, ...), else `-`."
+    for i in np.flatnonzero(t.parent == 0).tolist():
+        if t.labels[i] == "kind":
+            v = np.flatnonzero(t.parent == i)
+            if len(v) == 1 and not (t.parent == v[0]).any(): return str(t.labels[v[0]])
+    return "-"
+
+def yaml_targets(t:Tree, # a document from `yaml_trees` (root `<doc>`)
+                 target:str="bigram", # "bigram" (`parent::key`) or "trigram" (`kind::parent::key`, the resource kind)
+                ) -> list[str]: # one per node (meaningful at keys)
+    "The label of every node if it is masked: `parent::key`, or `kind::parent::key` with the document's resource kind."
+    if target not in YAML_TARGETS: raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
+    par, head = np.maximum(t.parent, 0), "" if target == "bigram" else _resource_kind(t) + "::"
+    return [f"{head}{t.labels[par[i]]}::{t.labels[i]}" for i in range(len(t))]
+
+def yaml_example(t:Tree, # a document from `yaml_trees`
+                 kinds:np.ndarray, # its `NodeKind` per node
+                 mask:np.ndarray, # bool per node: the keys to mask
+                 src_vocab:SeqVocab, tgt_vocab:SeqVocab, # the task's vocabularies (unknown: `<unk>`)
+                 target:str="bigram", # see `yaml_targets`
+                 node_kinds:str="unmasked", # "unmasked": a masked node's kind reads KEY; "none": every kind reads KEY
+                 meta:dict|None=None, # kept on the example
+                ) -> Example:
+    "One `yaml-keys` example: masked keys read `<mask>` and are labelled with their target; other labels are -100."
+    if node_kinds not in NODE_KINDS: raise ValueError(f"node_kinds must be 'unmasked' or 'none', got {node_kinds!r}")
+    if mask.shape != (len(t),) or not yaml_key_nodes(kinds)[mask].all():
+        raise ValueError(f"mask must be a bool per node ({len(t)}) that masks keys only")
+    ids = src_vocab.encode(t.labels, unknown="unk"); ids[mask] = src_vocab.encode(["<mask>"])[0]
+    labels = np.full(len(t), -100, np.int64)
+    labels[mask] = tgt_vocab.encode([x for x, m in zip(yaml_targets(t, target), mask) if m], unknown="unk")
+    seen = np.where(mask | (node_kinds == "none"), int(NodeKind.KEY), kinds)     # no encoder sees a masked node's kind
+    return Example(t, None, ids, labels, kinds=seen, meta=dict(meta or {}, resource_kind=_resource_kind(t)))
+
+# %% ../nbs/08b_corpora.ipynb #327904f1
+def _doc_key(d) -> tuple:
+    "A document as the model reads it (labels, shape, node kinds): equal keys, identical inputs."
+    return content_key(d["tree"]), tuple(d["kinds"].tolist())
+
+def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`tasks.register_task`)
+                   corpus:str|Path|None=None, # a folder of YAML files (None: `YAML_SAMPLE`)
+                   target:str="bigram", # "bigram" or "trigram" (`yaml_targets`)
+                   mask_prob:float=0.15, # the share of keys masked (at least one per document)
+                   min_count:int=2, # tokens and targets seen fewer times in train map to `<unk>`
+                   max_example_nodes:int=512, # documents with more nodes are left out
+                   node_kinds:str="unmasked", # what the node kinds show (`yaml_example`)
+                  ) -> dict: # the splits, vocabularies and facts of the task (see `tasks.register_task`)
+    "The builder of `yaml-keys` (chapter 8c describes the task): masked keys of YAML documents, split by file."
+    if target not in YAML_TARGETS: raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
+    if node_kinds not in NODE_KINDS: raise ValueError(f"node_kinds must be 'unmasked' or 'none', got {node_kinds!r}")
+    root = Path(corpus) if corpus is not None else YAML_SAMPLE
+    if not root.exists():
+        raise ValueError(
+            f"no YAML corpus at {root}; pass corpus=fetch_yaml_corpus() or a folder of YAML files"
+        )
+    docs, report = yaml_corpus(root, max_example_nodes)
+    frac = np.cumsum(sizes) / sum(sizes)
+    rows = [[], [], []]
+    for d in docs:                                                  # split by file: one file, one split
+        u = int.from_bytes(hashlib.sha256(d["file"].encode()).digest()[:8], "big") / 2 ** 64
+        if yaml_key_nodes(d["kinds"]).any():
+            rows[int(np.searchsorted(frac, u, side="right"))].append(d)
+    if not rows[0]:
+        raise ValueError(f"yaml-keys: no document with a key in the training split (the corpus at {root} has "
+                         f"{report['files']} files, {report['documents']} documents, {sum(map(len, rows))} with keys; "
+                         f"files are split by a hash of their path): pass a corpus with more YAML mappings")
+    removed = {}
+    for k in range(3):
+        if k:                                                       # disjoint: no dev/test document equals a train one
+            before, rows[k] = len(rows[k]), [d for d in rows[k] if _doc_key(d) not in train]
+            removed[("dev", "test")[k - 1]] = before - len(rows[k])
+        if len(rows[k]) > sizes[k]:
+            rows[k] = [
+                rows[k][i]
+                for i in np.sort(task_rng(seed, "yaml-keys", k).choice(len(rows[k]), sizes[k], replace=False))
+            ]
+        if not k: train = {_doc_key(d) for d in rows[0]}
+    tok_counts, tgt_counts = Counter(), Counter()
+    for d in rows[0]:
+        tok_counts.update(d["tree"].labels)
+        keys = yaml_key_nodes(d["kinds"])
+        tgt_counts.update(x for x, k in zip(yaml_targets(d["tree"], target), keys) if k)
+    counted = SeqVocab.from_counts(tok_counts, min_count).tokens
+    src_vocab = SeqVocab(["<mask>", "<doc>", *(t for t in counted if t not in ("<mask>", "<doc>"))])
+    tgt_vocab = SeqVocab.from_counts(tgt_counts, min_count)
+    splits = []
+    for k, split in enumerate(rows):
+        rng = task_rng(seed, "yaml-keys-mask", k)
+        examples = []
+        for d in split:
+            t, kinds = d["tree"], d["kinds"]
+            keys = yaml_key_nodes(kinds)
+            mask = keys & (rng.random(len(t)) < mask_prob)
+            if not mask.any(): mask[rng.choice(np.flatnonzero(keys))] = True       # at least one masked key
+            examples.append(yaml_example(t, kinds, mask, src_vocab, tgt_vocab, target, node_kinds,
+                                         dict(file=d["file"], doc=d["doc"])))
+        splits.append(examples)
+    n = max(int(e.src.slot.max()) + 1 for s in splits for e in s if len(e.src) > 1)
+    with_kind = [sum(e.meta["resource_kind"] != "-" for e in s) for s in splits]
+    return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="tree", target="labels", n=n,
+                src_order="dfs", tgt_order="dfs",
+                info=dict(report, corpus=str(root), target=target, mask_prob=mask_prob, min_count=min_count,
+                          max_example_nodes=max_example_nodes, node_kinds=node_kinds, duplicates_removed=removed,
+                          with_resource_kind=dict(zip(("train", "dev", "test"), with_kind)),
+                          licence="Apache-2.0 and MIT-0 (see treepe_nb/data/yaml/NOTICE)"))
+
