@@ -267,6 +267,7 @@ def docstring2ast_task(seed, sizes, order, # as every task builder takes them (`
         for e, ids in zip(examples, arity_ids(tgt_vocab, [e.tgt for e in examples], unknown="<unk>")):
             e.tgt_ids = ids
     return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="sequence", target="tree", n=2,
+                src_format="words", tgt_format="python", tgt_binary=True,       # a docstring line in, Python out
                 info=dict(report, max_example_nodes=max_example_nodes, max_tree_depth=max_tree_depth,
                           max_words=max_words, min_count=min_count,
                           source_of_data="the CPython standard library of this machine", licence="PSF License Agreement"))
@@ -381,7 +382,7 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
     n = max(int(e.src.slot.max()) + 1 for s in splits for e in s if len(e.src) > 1)
     with_kind = [sum(e.meta["resource_kind"] != "-" for e in s) for s in splits]
     return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="tree", target="labels", n=n,
-                src_order="dfs", tgt_order="dfs",
+                src_order="dfs", tgt_order="dfs", src_format="yaml",
                 info=dict(report, corpus=str(root), target=target, mask_prob=mask_prob, min_count=min_count,
                           max_example_nodes=max_example_nodes, node_kinds=node_kinds, duplicates_removed=removed,
                           with_resource_kind=dict(zip(("train", "dev", "test"), with_kind)),

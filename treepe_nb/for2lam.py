@@ -489,7 +489,7 @@ def for2lam_builder(kind:str, # "short" or "long"
             src_ids = [src_vocab.encode(s.labels) for s, _ in pairs]
             splits.append([Example(s, t, i, j) for (s, t), i, j in zip(pairs, src_ids, arity_ids(tgt_vocab, [t for _, t in pairs]))])
         return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="tree", target="tree", n=2,
-                    src_order="dfs", info=dict(kind=kind, statements=KINDS[kind], max_loop_depth=max_loop_depth,
+                    src_order="dfs", src_binary=True, tgt_binary=True, info=dict(kind=kind, statements=KINDS[kind], max_loop_depth=max_loop_depth,
                                                expr_depth=expr_depth, max_const=max_const, binarisation="LCRS (n=2)",
                                                duplicates_removed=removed, source_of_data="generated",
                                                licence="generated data, no licence needed"))

@@ -247,7 +247,8 @@ def pairs_task(seed, sizes, order, data:str="", # the data file (JSON lines with
     trees = fmts[0] != "tokens", fmts[1] != "tokens"
     return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
                 source="tree" if trees[0] else "sequence", target="tree" if trees[1] else "sequence",
-                n=n if any(trees) else None, src_order="bfs",
+                n=n if any(trees) else None, src_order="bfs", src_format=fmts[0],
+                tgt_format="python" if fmts[1] == "python" else None, src_binary=lcrs and trees[0], tgt_binary=lcrs and trees[1],
                 info=dict(source_format=fmts[0], target_format=fmts[1], lcrs=lcrs, min_count=min_count,
                           max_example_nodes=max_example_nodes, files=reports, dropped_repeats=dropped, unused=unused,
                           source_of_data="your files", licence="that of your data"))

@@ -80,15 +80,15 @@ def _lookup(vocab, labels:Sequence, unknown:str, what:str) -> np.ndarray:
 
 def _source(run:Run, x, format:str|None, k:int):
     "One input as (tree or None, token list) in the form the task's sources have."
-    v, info = run.vocab, run.vocab.get("info", {})
-    if v["source"] == "sequence":
-        if isinstance(x, str) and v["name"] == "py-docstring2ast" and format in (None, "tokens"): return None, docstring_tokens(x)
-        try: return None, read_input(x, format or "tokens")
-        except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{k}: {e}") from None
-    try: t = read_input(x, format or info.get("source_format", "sexpr"))
+    spec = run.vocab["spec"]
+    fmt = format or spec.src_format
+    try: x = docstring_tokens(x) if fmt == "words" and isinstance(x, str) else read_input(x, "tokens" if fmt == "words" else fmt)
     except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{k}: {e}") from None
-    if not isinstance(t, Tree): raise ValueError(f"{k}: the run reads trees, got tokens ({format=})")
-    return (t.lcrs() if info.get("lcrs") else t), None
+    if spec.source == "sequence":
+        if isinstance(x, Tree): raise ValueError(f"{k}: the run reads token sequences, got a tree (format {fmt!r})")
+        return None, x
+    if not isinstance(x, Tree): raise ValueError(f"{k}: the run reads trees, got tokens (format {fmt!r})")
+    return (x.lcrs() if spec.src_binary else x), None
 
 def _encoded(run:Run, x, format:str|None, unknown:str, what:str):
     "One input as the model reads it: (its tree or None, its source ids), checked against the run's limits."
@@ -103,13 +103,14 @@ def _encoded(run:Run, x, format:str|None, unknown:str, what:str):
 
 # %% ../nbs/09c_predict.ipynb #179bf451
 def _text(run:Run, out):
-    v, info = run.vocab, run.vocab.get("info", {})
+    "An output and its text, as the run's `TaskSpec` writes it (un-binarised first where the targets are binarised)."
+    spec = run.vocab["spec"]
     if out is None: return None, None
-    if v["target"] == "sequence": return out, " ".join(map(str, out))
-    if info.get("lcrs") or v["name"] == "py-docstring2ast":
+    if spec.target == "sequence": return out, " ".join(map(str, out))
+    if spec.tgt_binary:
         try: out = out.unlcrs()
         except ValueError: return out, None
-    if info.get("target_format") == "python" or v["name"] == "py-docstring2ast":
+    if spec.tgt_format == "python":
         try: return out, to_python(out)
         except ValueError: return out, None
     return out, (None if out.has_gaps else out.to_sexpr())

@@ -11,6 +11,7 @@ import torch
 import yaml
 from .batching import SeqVocab
 from .tracking import ArityVocab
+from .tasks import TaskSpec
 from .readers import load_yaml_data
 
 # %% auto #0
@@ -124,25 +125,33 @@ def truncate_records(run:str|Path, # a run folder
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 # %% ../nbs/09a_runs.ipynb #c0a755a3
-VOCAB_FIELDS = ("name", "source", "target", "src_order", "tgt_order", "n", "max_depth")   # a task's facts in vocab.json
+VOCAB_FIELDS = ("name", "source", "target", "src_order", "tgt_order", "n", "max_depth")   # what every vocab.json holds
+
+def _spec_of(d:dict) -> TaskSpec:
+    "The `TaskSpec` of a vocab.json; one written before specs were saved takes the `pairs` task's old flags in `info`."
+    if "src_binary" in d: return TaskSpec.from_dict(d)
+    info = d.get("info") if isinstance(d.get("info"), dict) else {}
+    lcrs = bool(info.get("lcrs"))
+    return TaskSpec.from_dict({**d, "src_format": info.get("source_format"),
+                               "tgt_format": "python" if info.get("target_format") == "python" else None,
+                               "src_binary": lcrs and d["source"] == "tree", "tgt_binary": lcrs and d["target"] == "tree"})
 
 def _vocab_of(d:dict):
     return (SeqVocab if d.get("kind") == "seq" else ArityVocab).from_dict(d)
 
 def save_vocab(run:str|Path, # a run folder
-               task, # a `tasks.Task`: its vocabularies, `VOCAB_FIELDS` and `info`
+               task, # a `tasks.Task`: its vocabularies, its `TaskSpec` and `info`
               ) -> Path:
     "Write the task's vocabularies and the facts a model's input needs into `run/vocab.json` (atomically)."
     info = json.loads(json.dumps(task.info, default=str))
-    d = {**{k: getattr(task, k) for k in VOCAB_FIELDS}, "src_vocab": task.src_vocab.to_dict(),
-         "tgt_vocab": task.tgt_vocab.to_dict(), "info": info}
+    d = {**task.spec.to_dict(), "src_vocab": task.src_vocab.to_dict(), "tgt_vocab": task.tgt_vocab.to_dict(), "info": info}
     path = Path(run) / "vocab.json"
     tmp = path.with_name("vocab.json.tmp")
     tmp.write_text(json.dumps(d)); os.replace(tmp, path)
     return path
 
 def load_vocab(run:str|Path # a run folder
-              ) -> dict: # `VOCAB_FIELDS`, `src_vocab`, `tgt_vocab` (as vocabularies) and `info`
+              ) -> dict: # `VOCAB_FIELDS`, `src_vocab`, `tgt_vocab` (as vocabularies), `info` and `spec` (a `TaskSpec`)
     "What `save_vocab` wrote; a `FileNotFoundError` for a run folder written before run folders kept it."
     path = Path(run) / "vocab.json"
     if not path.exists():
@@ -151,7 +160,7 @@ def load_vocab(run:str|Path # a run folder
     d = read_run_file(path)
     missing = [k for k in (*VOCAB_FIELDS, "src_vocab", "tgt_vocab") if not isinstance(d, dict) or k not in d]
     if missing: raise ValueError(f"{path} is damaged: it has no {', '.join(missing)} (write it again by training the run)")
-    try: return {**d, "src_vocab": _vocab_of(d["src_vocab"]), "tgt_vocab": _vocab_of(d["tgt_vocab"])}
+    try: return {**d, "src_vocab": _vocab_of(d["src_vocab"]), "tgt_vocab": _vocab_of(d["tgt_vocab"]), "spec": _spec_of(d)}
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ValueError(f"{path} is damaged: its vocabularies do not read ({type(e).__name__}: {e})") from None
 

@@ -8,7 +8,7 @@ import hashlib, inspect, math, os
 from collections import Counter
 from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
@@ -27,7 +27,8 @@ from .corpora import (YAML_SAMPLE, docstring_functions, docstring_tokens, yaml_c
 from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder
 
 # %% auto #0
-__all__ = ['TASKS', 'PRESETS', 'register_task', 'task_settings', 'TaskConfig', 'Task', 'make_task', 'stats_table']
+__all__ = ['TASKS', 'PRESETS', 'SIDE_FORMATS', 'register_task', 'task_settings', 'TaskConfig', 'TaskSpec', 'Task', 'make_task',
+           'stats_table']
 
 # %% ../nbs/08c_tasks.ipynb #f9158676
 TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, order, **settings) -> dict
@@ -246,6 +247,37 @@ class TaskConfig:
         preset = PRESETS[self.preset].get(self.family, {})
         return {**{k: v for k, v in preset.items() if any_key or k in takes}, **self.options}
 
+# %% ../nbs/08c_tasks.ipynb #8e478bd2
+SIDE_FORMATS = {"sequence": "tokens", "tree": "sexpr", "labels": "tokens"}   # a side's text format where a task names none
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What a task's data decide about its inputs and outputs, without the data: the two sides, their orders, the
+    trees' branching factor and depth, how a user's input is read and an output written, and which sides are
+    binarised. A run saves it (with the vocabularies, in `vocab.json`); `predict` reads it, so no task is named."""
+    name: str                         # the task
+    source: str                       # "sequence" or "tree"
+    target: str                       # "sequence", "tree" or "labels"
+    src_order: str                    # linearisation of tree sources
+    tgt_order: str                    # linearisation (and generation order) of tree targets
+    n: int|None                       # branching factor of the trees (None: no trees)
+    max_depth: int|None               # the width K of tree positions
+    src_format: str|None = None       # a source's text: a `pairs.FORMATS` name or "words" (None: `SIDE_FORMATS`)
+    tgt_format: str|None = None       # an output's text: "sexpr", "python" or "tokens" (None: `SIDE_FORMATS`)
+    src_binary: bool = False          # a user's source tree is binarised (`Tree.lcrs`) before the model reads it
+    tgt_binary: bool = False          # a decoded tree is un-binarised (`Tree.unlcrs`) before it is written
+
+    def __post_init__(self):
+        object.__setattr__(self, "src_format", self.src_format or SIDE_FORMATS[self.source])
+        object.__setattr__(self, "tgt_format", self.tgt_format or SIDE_FORMATS[self.target])
+
+    def to_dict(self) -> dict: return asdict(self)
+    @classmethod
+    def from_dict(cls, d:dict # `to_dict`'s form; a missing format or binarisation takes its default
+                 ) -> TaskSpec:
+        "A `TaskSpec` from plain data (`vocab.json` of a run), ignoring keys that are not its fields."
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
 # %% ../nbs/08c_tasks.ipynb #c01c8e2d
 @dataclass(eq=False, repr=False)
 class Task:
@@ -264,7 +296,16 @@ class Task:
     max_depth: int|None               # deepest depth allowed, the width K of tree positions
     info: dict = field(default_factory=dict)   # generator settings, data source, licence, filters
     config: TaskConfig|None = None    # the config the task was built from
+    src_format: str|None = None       # how a user's source is read (`TaskSpec`; None: tokens or sexpr by the side)
+    tgt_format: str|None = None       # how an output is written (`TaskSpec`; None: tokens or sexpr by the side)
+    src_binary: bool = False          # tree sources are binarised (`Tree.lcrs`) from the form a user writes
+    tgt_binary: bool = False          # tree targets are binarised: outputs are un-binarised (`Tree.unlcrs`)
 
+    @property
+    def spec(self) -> TaskSpec:
+        "What the data decide about inputs and outputs (`TaskSpec`): saved with a run, read by `predict`."
+        return TaskSpec(self.name, self.source, self.target, self.src_order, self.tgt_order, self.n, self.max_depth,
+                        self.src_format, self.tgt_format, self.src_binary, self.tgt_binary)
     @property
     def splits(self) -> dict[str, TaskDataset]:
         return {"train": self.train, "dev": self.dev, "test": self.test}
