@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_train.ipynb #5b08539a
 from __future__ import annotations
-import contextlib, json, math, os, random, signal, sys, threading, time
+import contextlib, json, math, os, random, shutil, signal, sys, threading, time
 from dataclasses import dataclass, field, fields, asdict, replace
 from pathlib import Path
 from typing import Sequence
@@ -230,6 +230,7 @@ def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> d
         raise FileExistsError(f"{out} already holds a run ({', '.join(held)}): continue it with --resume, or "
                               f"replace it with --overwrite")
     for f in (*_RUN_FILES, *(p.name for p in out.glob("eval_*.json"))): (out / f).unlink(missing_ok=True)
+    shutil.rmtree(out / "tensorboard", ignore_errors=True)
     return None
 
 def _stop_signals(stop:dict):
@@ -243,6 +244,14 @@ def _stop_signals(stop:dict):
             print(f"{stop['signal']} before training started: nothing was trained or saved", file=sys.stderr)
             raise Interrupted(0)
     return {s: signal.signal(s, request) for s in (signal.SIGINT, signal.SIGTERM)}
+
+def _tensorboard(out:Path, step:int):
+    "A TensorBoard writer into `out/tensorboard` that drops what an interrupted run wrote after `step` (its resume point)."
+    try: from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        raise ValueError("tensorboard=true needs the tensorboard package: pip install tensorboard (or "
+                         "pip install treepe_nb[dev]); the run's metrics.jsonl holds the same curves") from None
+    return SummaryWriter(str(out / "tensorboard"), purge_step=step + 1)
 
 def train(cfg:TrainConfig, # the run's settings
           resume:bool=False, # continue the run in `cfg.out` from its last.pt (only `RESUMABLE_CHANGES` may differ)
@@ -309,6 +318,8 @@ def train(cfg:TrainConfig, # the run's settings
                 m = evaluate(model, task, "dev", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
                              max_output_nodes=cfg.max_output_nodes, device=device)
                 append_record(out, {"step": step, "split": "dev", **m})
+                for k in ("perplexity", "token_accuracy", "exact_match"):
+                    if board is not None and m[k] is not None: board.add_scalar(f"dev/{k}", m[k], step)
                 if _better(cfg.best_metric, m[cfg.best_metric], best):
                     best, best_step, since_best = m[cfg.best_metric], step, 0
                     checkpoint("best.pt")
@@ -329,6 +340,7 @@ def train(cfg:TrainConfig, # the run's settings
         epoch, order, first = None, None, step         # first: where this process started (for the time to go)
         lines = rank == 0 and bar.disable and progress is None and log_every > 0     # no bar: a line every log_every s
         started = last_line = time.perf_counter()
+        board = _tensorboard(out, step) if cfg.tensorboard and rank == 0 else None
         try:
             while step < min(cfg.steps, stop_at or cfg.steps):
                 e, k = divmod(step, per_epoch)
@@ -348,6 +360,9 @@ def train(cfg:TrainConfig, # the run's settings
                 if rank == 0:
                     rate = float(total) / (time.perf_counter() - t0)
                     append_record(out, {"step": step, "split": "train", "loss": mean, "lr": lr, "tokens_per_s": rate})
+                    if board is not None:
+                        board.add_scalar("train/loss", mean, step)
+                        board.add_scalar("train/lr", lr, step)
                     bar.set_postfix(loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}"); bar.update()
                     if lines and time.perf_counter() - last_line >= log_every:
                         last_line = time.perf_counter()
@@ -369,6 +384,7 @@ def train(cfg:TrainConfig, # the run's settings
                 if finished: break                              # early stopping (the evaluation saved last.pt)
         finally:
             bar.close()
+            if board is not None: board.close()
         if rank == 0 and step < cfg.steps: checkpoint("last.pt")                  # stopped early: resumable
         evals = read_metrics(out)[1] if rank == 0 else []
         summary = {"run": str(out), "step": step, "best_step": best_step, cfg.best_metric: best,
