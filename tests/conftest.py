@@ -1,5 +1,9 @@
-"""Shared pytest set-up: a headless plotting backend and the `--slow` option for notebook cells."""
+"""Shared pytest set-up: a headless plotting backend, the `--slow` option for notebook cells, and the `one_thread`
+fixture."""
 import os
+
+import pytest
+import torch
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -13,3 +17,12 @@ def pytest_configure(config):
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False,
                      help="also run notebook cells flagged with a test flag from settings.ini (e.g. `#| slow`)")
+
+
+@pytest.fixture
+def one_thread():
+    "Torch on one thread for the test (models this small train fastest so, and no result depends on the count)."
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)

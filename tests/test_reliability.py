@@ -12,12 +12,7 @@ from treepe_nb.tasks import TaskConfig
 from treepe_nb.train import RUN_PE, TrainConfig, train
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")      # conftest.py
 
 
 # 1. one default encoding for a run, however its model settings are given

@@ -9,12 +9,7 @@ from treepe_nb.tasks import TaskConfig
 from treepe_nb.train import TrainConfig, batch_loss, build
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")      # conftest.py
 
 
 @pytest.mark.parametrize("lk", [1, 5, 13, 16, 17, 40])

@@ -21,13 +21,7 @@ from treepe_nb.train import TrainConfig, train
 SMALL_TASK = TaskConfig(sizes=(512, 32, 32), options={"depth_mean": 3.0, "depth_std": 0.3})
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    "Models this small train fastest on one thread, and the results do not depend on the thread count."
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")      # conftest.py
 
 
 def losses(run):
