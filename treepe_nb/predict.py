@@ -60,7 +60,7 @@ def load_run(folder:str|Path, # a run folder written by `train`
 @dataclass
 class Prediction:
     "One output of `predict`."
-    output: Tree|list|None       # the decoded tree (LCRS undone), the token list, or None if decoding failed
+    output: Tree|list|None       # the decoded tree (un-binarised as the task says), the token list, or None
     text: str|None               # Python source, an S-expression or the tokens joined by spaces (None: not printable)
     error: str|None = None       # why the input was not decoded (with `errors="skip"`), else None
     score: float|None = None     # the output's log-probability per token (length-normalised as beam search ranks it)
@@ -141,8 +141,8 @@ def predict(run:Run, # from `load_run`
     if unknown not in ("raise", "unk"): raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
     if errors not in ("raise", "skip"): raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
     if isinstance(nbest, bool) or not isinstance(nbest, int) or not 1 <= nbest <= (beam or 1):
-        raise ValueError(f"nbest must be an integer from 1 to the beam width ({beam or 1}: "
-                         f"{'greedy decoding keeps one' if beam is None else 'beam'}), got {nbest!r}")
+        keeps = "greedy decoding keeps 1" if beam is None else f"beam={beam}"
+        raise ValueError(f"nbest must be an integer from 1 to the beam width ({keeps}), got {nbest!r}")
     for what, x in (("batch_size", batch_size), ("max_output_nodes", max_output_nodes), ("beam", beam)):
         if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 1):
             raise ValueError(f"{what} must be an integer >= 1{' or None' if what != 'batch_size' else ''}, got {x!r}")
