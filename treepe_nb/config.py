@@ -27,7 +27,7 @@ def import_modules(names:Sequence[str], # module names, e.g. ["my_encodings"] (a
     if isinstance(names, str): names = [names]
     if isinstance(names, bytes) or not isinstance(names, Sequence):
         raise TypeError(f"imports must be a list of module names, got {names!r:.60}")
-    if os.getcwd() not in sys.path: sys.path.insert(0, os.getcwd())     # as `python -m` does; a console script does not
+    if names and os.getcwd() not in sys.path: sys.path.insert(0, os.getcwd())   # as `python -m` does; a console script not
     for name in names:
         if not isinstance(name, str) or not name.strip() or not all(p.isidentifier() for p in name.split(".")):
             raise ValueError(f"imports must be module names such as my_encodings or pkg.tasks, got {name!r:.60}")
