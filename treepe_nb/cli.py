@@ -15,11 +15,11 @@ from fastcore.docments import docments
 from .attention import ENCODINGS
 from .model import ModelConfig
 from .tasks import PRESETS, TASKS, TaskConfig
-from .runs import load_checkpoint, read_metrics, read_run_file
+from .runs import read_metrics, read_run_file
 from .readers import load_yaml_data
-from .config import (TrainConfig, checkpoint_config, import_modules, nested_settings, resolve_device,
+from .config import (TrainConfig, import_modules, nested_settings, resolve_device,
                               BEST_METRICS, AMP_MODES)
-from .train import build, evaluate, train, Interrupted
+from .train import evaluate, load_trained, train, Interrupted
 from . import __version__
 
 # %% auto #0
@@ -197,15 +197,10 @@ def evaluate_run(run:str|Path, # a run folder written by `treepe-train`
     path = run / f"{checkpoint}.pt"
     if not path.exists() and checkpoint == "best" and (run / "last.pt").exists():
         raise FileNotFoundError(f"no best.pt in {run} (the run stopped before its first evaluation): use --checkpoint last")
-    ck = load_checkpoint(path, require=("model", "config", "step"))
-    cfg = checkpoint_config(path, ck)
-    task, model = build(cfg)
-    try: model.load_state_dict(ck["model"])
-    except RuntimeError as e:
-        raise ValueError(f"{path} does not fit the model of its configuration: {str(e).splitlines()[0]}") from None
+    task, model, cfg, step = load_trained(run, checkpoint)
     dev = resolve_device(device)
     m = evaluate(model.to(dev), task, split, batch_size, eval_examples, beam, cfg.max_output_nodes, dev, progress=progress)
-    result = {"run": str(run), "split": split, "checkpoint": checkpoint, "step": ck["step"], **m}
+    result = {"run": str(run), "split": split, "checkpoint": checkpoint, "step": step, **m}
     try: (run / f"eval_{split}.json").write_text(json.dumps(result, indent=1))
     except OSError as e: print(f"could not write {run / f'eval_{split}.json'} ({e.strerror})", file=sys.stderr)
     return result

@@ -16,8 +16,8 @@ import yaml
 import torch
 from tqdm.auto import tqdm
 from .trees import Tree
-from .train import TrainConfig, build, train, evaluate, decode_split, batch_loss
-from .runs import load_checkpoint, read_metrics
+from .train import TrainConfig, train, evaluate, decode_split, batch_loss, load_trained
+from .runs import read_metrics
 from .model import ModelConfig
 from .tasks import TaskConfig, content_key, make_task
 from .model import exact_match
@@ -181,14 +181,12 @@ def run_cell(cfg:TrainConfig, # the cell
     resume = (Path(cfg.out) / "last.pt").exists()              # an attempt that was cut off continues exactly
     train(cfg, progress=False, resume=resume, overwrite=not resume)
     seconds = time.perf_counter() - t0
-    task, model = build(cfg)
-    ck = load_checkpoint(Path(cfg.out) / "best.pt")
-    model.load_state_dict(ck["model"])
+    task, model, _, best_step = load_trained(cfg.out)
     test = test_metrics(model, task, max_output_nodes=cfg.max_output_nodes)
     trains, evals = read_metrics(cfg.out)
     analysis = yaml_analysis(model, task) if cfg.task.name == "yaml-keys" else None
     k8s = k8s_probe(model, task) if cfg.task.name == "yaml-keys" else None
-    record = {"config": cfg.to_dict(), "code": code, "test": test, "best_step": ck["step"], "dev": evals, "seconds": seconds,
+    record = {"config": cfg.to_dict(), "code": code, "test": test, "best_step": best_step, "dev": evals, "seconds": seconds,
               "data": record_data(task),
               "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
               **({"analysis": analysis} if analysis else {}), **({"k8s": k8s} if k8s else {}),
@@ -206,8 +204,7 @@ def add_analysis(result:str|Path, # a stored `yaml-keys` record whose run folder
     result = Path(result)
     record = json.loads(result.read_text())
     cfg = TrainConfig.from_dict(record["config"])
-    task, model = build(cfg)
-    model.load_state_dict(load_checkpoint(Path(cfg.out) / "best.pt")["model"])
+    task, model, _, _ = load_trained(cfg.out)
     record["analysis"] = yaml_analysis(model, task)
     result.write_text(json.dumps(record, indent=1))
     return record["analysis"]

@@ -29,7 +29,7 @@ from .runs import (RunLock, append_record, load_checkpoint, read_metrics, read_r
 
 # %% auto #0
 __all__ = ['amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate', 'Interrupted',
-           'train', 'plot_run']
+           'train', 'plot_run', 'load_trained']
 
 # %% ../nbs/09_train.ipynb #82dd9fc3
 def amp_context(amp:str, # one of `AMP_MODES`
@@ -415,3 +415,18 @@ def plot_run(run:str|Path, # a run folder
         ax[1].plot([r["step"] for r in evals], [r["token_accuracy"] for r in evals], "s--", label=f"{label}: token accuracy")
     ax[1].set(xlabel="step", ylabel="dev", ylim=(-0.02, 1.02)); ax[1].legend(fontsize=8)
     return ax
+
+# %% ../nbs/09_train.ipynb #dbdde41b
+def load_trained(run:str|Path, # a run folder written by `train`
+                 checkpoint:str="best", # "best" or "last"
+                ) -> tuple[Task, Transformer, TrainConfig, int]: # the task, the model (on the CPU), its settings, its step
+    "A run folder's task and model with one checkpoint's weights, built with that checkpoint's own settings."
+    if checkpoint not in ("best", "last"): raise ValueError(f"checkpoint must be best or last, got {checkpoint!r}")
+    path = Path(run) / f"{checkpoint}.pt"
+    ck = load_checkpoint(path, require=("model", "config", "step"))
+    cfg = checkpoint_config(path, ck)
+    task, model = build(cfg)
+    try: model.load_state_dict(ck["model"])
+    except RuntimeError as e:
+        raise ValueError(f"{path} does not fit the model of its configuration: {str(e).splitlines()[0]}") from None
+    return task, model, cfg, ck["step"]
