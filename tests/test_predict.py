@@ -1,7 +1,7 @@
 "Your own data end to end: the pairs task trained by treepe-train, then load_run / predict / treepe-predict on it; early stopping and progress lines."
 import json, subprocess, sys
 from pathlib import Path
-import pytest, torch
+import pytest, torch, yaml
 from treepe_nb.cli import train_cli
 from treepe_nb.predict import load_run, predict
 from treepe_nb.runs import load_vocab
@@ -77,7 +77,7 @@ def _readme_section(title, end="\n## "):
 
 
 def test_readme_predict_and_pairs_commands_work(tmp_path):
-    """The README's "Predict with a trained run" and "Train on your own pairs" commands, run as written in a fresh
+    """The README's "Predict with a trained run", "Train on your own pairs" and own-encoding commands, run as written in a fresh
     folder (after a short `treepe-train` into runs/default, the README's default run): only the training commands
     get options that make them short (steps, model size); the data file, the task options, `treepe-predict` and
     `load_run`/`predict` are the README's own."""
@@ -85,7 +85,7 @@ def test_readme_predict_and_pairs_commands_work(tmp_path):
     text = _readme_section("### Predict with a trained run")
     sh = re.findall(r"```sh\n(.*?)```", text, re.S)
     py = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(sh) == 2 and len(py) == 1, (len(sh), len(py))
+    assert len(sh) == 3 and len(py) == 1, (len(sh), len(py))
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
     if not shutil.which("treepe-predict"): env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
@@ -107,3 +107,6 @@ def test_readme_predict_and_pairs_commands_work(tmp_path):
     summary, predicted = out[:out.rindex("}") + 1], out[out.rindex("}") + 1:]   # treepe-train's summary, then the output
     assert json.loads(summary)["step"] == 20 and load_vocab(tmp_path / "runs/swap")["name"] == "pairs"
     assert len(predicted[1:].splitlines()) == 1                                # one line (empty: not printable)
+    out = bash(sh[2])                                                          # an encoding of your own, by --import
+    assert json.loads(out[out.rindex("{\n"):])["split"] == "test"           # treepe-eval's result, the last object
+    assert yaml.safe_load((tmp_path / "runs/depth/config.yaml").read_text())["imports"] == ["my_encodings"]

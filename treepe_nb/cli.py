@@ -19,7 +19,7 @@ from .runs import read_metrics, read_run_file
 from .readers import load_yaml_data
 from .config import (TrainConfig, import_modules, nested_settings, resolve_device,
                               BEST_METRICS, AMP_MODES)
-from .train import evaluate, load_trained, train, Interrupted
+from .train import eval_record, evaluate, load_trained, train, Interrupted
 from . import __version__
 
 # %% auto #0
@@ -200,10 +200,7 @@ def evaluate_run(run:str|Path, # a run folder written by `treepe-train`
     task, model, cfg, step = load_trained(run, checkpoint)
     dev = resolve_device(device)
     m = evaluate(model.to(dev), task, split, batch_size, eval_examples, beam, cfg.max_output_nodes, dev, progress=progress)
-    result = {"run": str(run), "split": split, "checkpoint": checkpoint, "step": step, **m}
-    try: (run / f"eval_{split}.json").write_text(json.dumps(result, indent=1))
-    except OSError as e: print(f"could not write {run / f'eval_{split}.json'} ({e.strerror})", file=sys.stderr)
-    return result
+    return eval_record(run, split, checkpoint, step, m)
 
 def run_advice(run:str|Path # a run folder with metrics
               ) -> str|None: # one line of advice, or None when the run decoded some dev example right
@@ -227,7 +224,8 @@ def train_cli(argv:Sequence[str]|None=None):
     cfg = None
     try:
         cfg, args = config_from_args(argv)
-        summary = train(cfg, resume=args.resume, progress=False if args.no_progress else None, overwrite=args.overwrite)
+        summary = train(cfg, resume=args.resume, progress=False if args.no_progress else None, overwrite=args.overwrite,
+                        test=not args.no_test)
     except KeyboardInterrupt as e:
         for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)   # leaving: a further signal waits
         if not isinstance(e, Interrupted):              # (train said where it stopped and how to go on)
@@ -240,20 +238,12 @@ def train_cli(argv:Sequence[str]|None=None):
         where = e.filename or (cfg.out if cfg is not None else "the run folder")
         command_error("treepe-train", f"{where}: {e.strerror or e}" if e.filename else f"{e.strerror or e}")
     if int(os.environ.get("RANK", "0")) != 0: return
-    if not args.no_test and summary.get("best_step") is not None:          # the test score of the chosen checkpoint
-        try: summary["test"] = _final_test(cfg)
-        except (ValueError, FileNotFoundError, RuntimeError, OSError) as e:
-            print(f"treepe-train: the test evaluation failed ({e}); the run is saved", file=sys.stderr)
+    if (t := summary.get("test")) is not None and not args.no_test:          # best.pt's test score, scored by train
+        em = "none decoded" if t["exact_match"] is None else f"{t['exact_match']:.3f} of {t['decoded']} decoded"
+        print(f"test (best.pt, step {t['step']}): perplexity {t['perplexity']:.3f}, token accuracy "
+              f"{t['token_accuracy']:.3f}, exact match {em}", file=sys.stderr)
     print(json.dumps(summary, indent=1))
     if (advice := run_advice(cfg.out)) is not None: print(f"treepe-train: {advice}", file=sys.stderr)
-
-def _final_test(cfg:TrainConfig) -> dict:
-    "best.pt on the test split, decoding as many examples as the dev evaluations did; one line on stderr."
-    t = evaluate_run(cfg.out, "test", "best", eval_examples=cfg.eval_examples or None, beam=cfg.beam, device=cfg.device)
-    em = "none decoded" if t["exact_match"] is None else f"{t['exact_match']:.3f} of {t['decoded']} decoded"
-    print(f"test (best.pt, step {t['step']}): perplexity {t['perplexity']:.3f}, token accuracy "
-          f"{t['token_accuracy']:.3f}, exact match {em}", file=sys.stderr)
-    return t
 
 def eval_cli(argv:Sequence[str]|None=None):
     "`treepe-eval RUN`: evaluate a run folder's checkpoint on a split; prints and writes `eval_SPLIT.json`."

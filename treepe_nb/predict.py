@@ -82,8 +82,10 @@ def _source(run:Run, x, format:str|None, k:int):
     "One input as (tree or None, token list) in the form the task's sources have."
     spec = run.vocab["spec"]
     fmt = format or spec.src_format
-    try: x = docstring_tokens(x) if fmt == "words" and isinstance(x, str) else read_input(x, "tokens" if fmt == "words" else fmt)
-    except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{k}: {e}") from None
+    if fmt == "words" and isinstance(x, str): x = docstring_tokens(x)      # a docstring line, cut as the task cuts it
+    else:
+        try: x = read_input(x, "tokens" if fmt == "words" else fmt)
+        except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{k}: {e}") from None
     if spec.source == "sequence":
         if isinstance(x, Tree): raise ValueError(f"{k}: the run reads token sequences, got a tree (format {fmt!r})")
         return None, x

@@ -28,8 +28,8 @@ from .runs import (RunLock, append_record, load_checkpoint, read_metrics, read_r
                             save_checkpoint, set_rng_state, truncate_records, save_vocab)
 
 # %% auto #0
-__all__ = ['amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate', 'Interrupted',
-           'train', 'plot_run', 'load_trained']
+__all__ = ['amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate', 'eval_record',
+           'Interrupted', 'train', 'plot_run', 'load_trained']
 
 # %% ../nbs/09_train.ipynb #82dd9fc3
 def amp_context(amp:str, # one of `AMP_MODES`
@@ -156,6 +156,20 @@ def evaluate(model:Transformer, # the model (not a DDP wrapper)
     return {"perplexity": math.exp(nll / max(tokens, 1)), "token_accuracy": right / max(tokens, 1),
             "exact_match": whole / decoded if decoded else None, "tokens": tokens, "decoded": decoded}
 
+# %% ../nbs/09_train.ipynb #cc01d3b2
+def eval_record(run:str|Path, # the run folder
+                split:str, # the split evaluated
+                checkpoint:str, # which checkpoint: "best" or "last"
+                step:int, # the checkpoint's step
+                metrics:dict, # what `evaluate` returned
+               ) -> dict: # the run, split, checkpoint and step, then the metrics
+    "An evaluation of a run's checkpoint as `treepe-eval` reports it, also written to `RUN/eval_SPLIT.json`."
+    result = {"run": str(run), "split": split, "checkpoint": checkpoint, "step": step, **metrics}
+    path = Path(run) / f"eval_{split}.json"
+    try: path.write_text(json.dumps(result, indent=1))
+    except OSError as e: print(f"could not write {path} ({e.strerror}); the result is returned", file=sys.stderr)
+    return result
+
 # %% ../nbs/09_train.ipynb #58082ba6
 def _setup_distributed(device:str) -> tuple[int, int, torch.device]:
     "Rank, world size and device; joins the process group when started by `torchrun`."
@@ -259,7 +273,8 @@ def train(cfg:TrainConfig, # the run's settings
           stop_at:int|None=None, # stop after this step, as an interruption would (the schedule still spans cfg.steps)
           overwrite:bool=False, # replace a run already in `cfg.out` (else that is an error)
           log_every:float=10.0, # seconds between progress lines on stderr when there is no progress bar (0: none)
-         ) -> dict: # the final dev metrics, the best step, why it stopped early (or None) and the run folder
+          test:bool=False, # at the end, score best.pt on the test split (decoding `eval_examples` of it): summary["test"]
+         ) -> dict: # the final dev metrics, the best step, why it stopped early (or None), the run folder (and the test score)
     "Train a model as `cfg` says, evaluating on dev, writing records and checkpoints into `cfg.out`."
     rank, world, device = _setup_distributed(cfg.device)
     if cfg.batch_size % world:
@@ -389,6 +404,11 @@ def train(cfg:TrainConfig, # the run's settings
         evals = read_metrics(out)[1] if rank == 0 else []
         summary = {"run": str(out), "step": step, "best_step": best_step, cfg.best_metric: best,
                    "stopped_early": early, "dev": evals[-1] if evals else None}
+        if rank == 0 and test and best_step is not None:            # with the task in hand: nothing is built again
+            model.load_state_dict(load_checkpoint(out / "best.pt")["model"])
+            scored = evaluate(model, task, "test", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
+                              max_output_nodes=cfg.max_output_nodes, device=device)
+            summary["test"] = eval_record(out, "test", "best", best_step, scored)
         if rank == 0: (out / "summary.json").write_text(json.dumps(summary, indent=1))
         if world > 1: dist.barrier(); dist.destroy_process_group()
         return summary
