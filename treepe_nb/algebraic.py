@@ -9,8 +9,8 @@ import numpy as np
 from dataclasses import dataclass, field
 import torch
 from torch import nn, Tensor
-from torch.autograd.function import once_differentiable
 from .trees import TreePositions
+from .plans import Plan, rotation_layout, tree_plan
 from .sequence import frequencies
 
 # %% auto #0
@@ -111,118 +111,54 @@ def ape_to_rope(W:Tensor, # `[..., dim, dim]` rotations (e.g. learned APE genera
 
 # %% ../nbs/04_algebraic.ipynb #a929e95e
 class _Rows(torch.autograd.Function):
-    "Rows `src` of `x` (zero at positions `zero`); no row is taken twice, so the backward is the inverse gather."
+    "Rows `src` of `x`, times `keep` (0 or 1 per row); where `keep` is 1 each row of `x` is taken once, at the slot `inv` names, so the backward is the inverse gather."
     @staticmethod
-    def forward(ctx, x, src, zero, inv, inv_zero):
-        ctx.save_for_backward(src, zero, inv, inv_zero)
-        if len(x) == 0: return x.new_zeros(len(src), *x.shape[1:])   # nothing to take: all rows are zero
-        out = x.index_select(0, src)
-        if zero is not None: out.index_fill_(0, zero, 0)
-        return out
+    def forward(ctx, x, src, keep, inv, inv_keep):
+        ctx.save_for_backward(src, keep, inv, inv_keep)
+        return x.index_select(0, src).mul_(keep.view(-1, *[1] * (x.ndim - 1)))
 
     @staticmethod
     def backward(ctx, g):
-        src, zero, inv, inv_zero = ctx.saved_tensors
-        return _Rows.apply(g.contiguous(), inv, inv_zero, src, zero), None, None, None, None
-
-def _inverse(src:Tensor, n:int) -> tuple[Tensor, Tensor|None]:
-    "For a selection `src` of distinct rows out of `n`: where each row went, and the rows not selected."
-    inv = torch.zeros(n, dtype=torch.long, device=src.device)
-    inv[src] = torch.arange(len(src), device=src.device)
-    missed = torch.ones(n, dtype=torch.bool, device=src.device)
-    missed[src] = False
-    return inv, (torch.nonzero(missed).squeeze(1) if len(src) < n else None)
-
-def _take(x:Tensor, src:Tensor) -> Tensor:
-    "`x[src]` for distinct `src`, with a gather (not a scatter-add) as its backward."
-    inv, inv_zero = _inverse(src, len(x))
-    return _Rows.apply(x.reshape(len(x), -1), src, None, inv, inv_zero).view(len(src), *x.shape[1:])
-
-@dataclass
-class _Layout:
-    "Where each token goes in the buckets of `_apply_grouped`, for one shape of `x`."
-    into: Tensor             # [rows of the buckets]: the row of x (as [-1, dim]) in each bucket slot
-    into_zero: Tensor|None   # bucket slots left empty
-    back: Tensor             # [rows of x]: the bucket slot of each row of x
-    back_zero: Tensor|None   # rows of x that are padding tokens
-    order: Tensor|None       # the maps used, in bucket order (None: all maps, in their own order)
-    tiers: list              # (number of maps, tokens per bucket) of each tier
-
-def _layout(index:Tensor, # [N] map of each token (token t = b * L + l), -1 for padding
-            U:int, H:int, L:int) -> _Layout:
-    "Buckets: each map's tokens padded to the next power of two; maps with the same bucket size form a tier."
-    dev, N = index.device, index.numel()
-    tok = torch.nonzero(index >= 0).squeeze(1)
-    u, by_map = torch.sort(index[tok], stable=True)
-    tok = tok[by_map]
-    counts = torch.bincount(u, minlength=U)
-    used = torch.nonzero(counts).squeeze(1)
-    tier = torch.ceil(torch.log2(counts.clamp(min=1).double())).long()     # bucket of 2^tier tokens
-    tier_of_used, order = torch.sort(tier[used], stable=True)
-    order = used[order]                                           # maps sorted by tier
-    cap = 2 ** tier_of_used
-    rows = H * cap                                                # rows of each map's bucket
-    first = torch.zeros(U, dtype=torch.long, device=dev)
-    first[order] = torch.cumsum(rows, 0) - rows                   # first row of each map's bucket
-    capacity = torch.zeros(U, dtype=torch.long, device=dev)
-    capacity[order] = cap
-    rank = torch.arange(len(tok), device=dev) - (torch.cumsum(counts, 0) - counts)[u]
-    h = torch.arange(H, device=dev)
-    flat = first[u][:, None] + h * capacity[u][:, None] + rank[:, None]        # [n, H]: bucket row of (token, head)
-    b, l = tok // L, tok % L
-    xrow = (b[:, None] * H + h) * L + l[:, None]                  # [n, H]: row of x of (token, head)
-    total = int(rows.sum())
-    into = torch.zeros(total, dtype=torch.long, device=dev); into[flat.reshape(-1)] = xrow.reshape(-1)
-    back = torch.zeros(N * H, dtype=torch.long, device=dev); back[xrow.reshape(-1)] = flat.reshape(-1)
-    _, into_zero = _inverse(flat.reshape(-1), total)
-    _, back_zero = _inverse(xrow.reshape(-1), N * H)
-    sizes = torch.unique_consecutive(tier_of_used, return_counts=True)
-    tiers = [(int(n), 2 ** int(k)) for k, n in zip(*sizes)]
-    same = len(order) == U and bool((order == torch.arange(U, device=dev)).all())
-    return _Layout(into, into_zero, back, back_zero, None if same else order, tiers)
-
-def _tiers(tiers, H:int, d:int, maps, *rows):
-    "Per tier: its maps `[n, H, d, d]` and the buckets `[n, H, C, d]` of each row tensor (views; None stays None)."
-    j = r = 0
-    for n, C in tiers:
-        yield (None if maps is None else maps[j:j + n],
-               *(None if t is None else t[r:r + n * H * C].view(n, H, C, d) for t in rows))
-        j, r = j + n, r + n * H * C
+        src, keep, inv, inv_keep = ctx.saved_tensors
+        return _Rows.apply(g.contiguous(), inv, inv_keep, src, keep), None, None, None, None
 
 def _exact(t:Tensor): return torch.autocast(t.device.type, enabled=False)   # no autocast (a backward may run under it)
 
-class _TieredProduct(torch.autograd.Function):
-    "`y = x M^T` for every bucket of every tier, each product written in place (no concatenation, forward or backward)."
+class _Product(torch.autograd.Function):
+    "`a @ b` in the inputs' dtype, forward and backward, whatever autocast says (a backward may run inside an autocast block)."
     @staticmethod
-    def forward(ctx, maps, xs, tiers):
-        ctx.save_for_backward(maps, xs); ctx.tiers = tiers
-        H, d, ys = maps.shape[1], maps.shape[-1], torch.empty_like(xs)
-        with _exact(xs):
-            for m, xb, yb in _tiers(tiers, H, d, maps, xs, ys): torch.matmul(xb, m.mT, out=yb)
-        return ys
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        with _exact(a): return a @ b
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, g):
-        maps, xs = ctx.saved_tensors
-        H, d = maps.shape[1], maps.shape[-1]
-        g_maps, g_xs = (torch.empty_like(t) if need else None for t, need in zip((maps, xs), ctx.needs_input_grad))
+        a, b = ctx.saved_tensors
         with _exact(g):
-            for (m, xb, gb), (gm, gx) in zip(_tiers(ctx.tiers, H, d, maps, xs, g.contiguous()),
-                                             _tiers(ctx.tiers, H, d, g_maps, g_xs)):
-                if gm is not None: torch.matmul(gb.mT, xb, out=gm)    # dL/dM = dY^T X
-                if gx is not None: torch.matmul(gb, m, out=gx)        # dL/dX = dY M
-        return g_maps, g_xs, None
+            return g @ b.mT if ctx.needs_input_grad[0] else None, a.mT @ g if ctx.needs_input_grad[1] else None
 
-def _apply_grouped(maps:Tensor, # [maps used, H, d, d]: the maps in the layout's order
-                   lay:_Layout, x:Tensor, # [*lead, H, L, d]
-                  ) -> Tensor:
-    "`M_index[t] x_t` for every token: per tier, one batched product of each map with its bucket of tokens."
-    d = maps.shape[-1]
-    xs = _Rows.apply(x.reshape(-1, d), lay.into, lay.into_zero, lay.back, lay.back_zero).to(maps.dtype)
-    ys = _TieredProduct.apply(maps, xs, lay.tiers)
-    y = _Rows.apply(ys, lay.back, lay.back_zero, lay.into, lay.into_zero)
-    return y.view(x.shape).to(x.dtype)
+def _rotate_chunks(Mc:Tensor, # [chunks, H, d, d]: the map of each chunk
+                   lay:tuple, # (into, into_keep, back, back_keep): `plans.rotation_layout`, keeps in Mc's dtype
+                   xs:tuple, # tensors [*lead, H, L, d], tokens (*lead, L) in the layout's order
+                  ) -> Tensor: # [len(xs), *lead, H, L, d] in Mc's dtype
+    "Every token times its map: tokens gathered into chunks that share a map, one batched product, gathered back."
+    into, into_keep, back, back_keep = lay
+    S, (*lead, H, L, d), C = len(xs), xs[0].shape, Mc.shape[0]
+    c = len(into) // C
+    rows = torch.stack([x.transpose(-3, -2).reshape(-1, H, d) for x in xs], 1).to(Mc.dtype)   # [N, S, H, d]
+    xc = _Rows.apply(rows, into, into_keep, back, back_keep)                                   # [C * c, S, H, d]
+    xc = xc.view(C, c, S, H, d).permute(0, 3, 2, 1, 4).reshape(C, H, S * c, d)
+    y = _Product.apply(xc, Mc.mT).view(C, H, S, c, d).permute(0, 3, 2, 1, 4).reshape(C * c, S, H, d)
+    y = _Rows.apply(y, back, back_keep, into, into_keep)                                       # [N, S, H, d]
+    return y.view(*lead, L, S, H, d).movedim(-3, 0).transpose(-3, -2)
+
+def _rotate_by_position(maps:Tensor, # [L, H, d, d]: token l takes map l
+                        x:Tensor, # [*lead, H, L, d]
+                       ) -> Tensor:
+    "Token l of every row times map l: one batched product per position and head."
+    *lead, H, L, d = x.shape
+    rows = x.to(maps.dtype).movedim(-2, 0).reshape(L, -1, H, d).transpose(1, 2)               # [L, H, rows, d]
+    return _Product.apply(rows, maps.mT).transpose(1, 2).reshape(L, *lead, H, d).movedim(0, -2)
 
 # %% ../nbs/04_algebraic.ipynb #e046eea4
 @dataclass(eq=False)
@@ -230,8 +166,10 @@ class PositionMaps:
     "The orthogonal maps of the distinct positions of a batch (`maps` `[U, heads, dim, dim]`) and each token's (`index`)."
     maps: Tensor
     index: Tensor
-    _layouts: dict = field(default_factory=dict, repr=False)
-    dense_limit: int = 2 ** 15   # per-token maps up to this many elements (e.g. decoding): gathered once, no layout
+    plan: Plan|None = None        # a plan with the `rotation_layout` of `index` (`plans.tree_plan`); None: made on the host when needed
+    by_position: bool = False     # `index` is 0 .. length-1 in every row: token l takes map l, and no layout is needed
+    dense_limit: int = 2 ** 15    # per-token maps up to this many elements (e.g. decoding): gathered once, no layout
+    _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def num_heads(self) -> int: return self.maps.shape[1]
@@ -245,6 +183,18 @@ class PositionMaps:
         flat = self.index.reshape(-1)
         return z.index_select(0, flat.where(flat >= 0, len(self.maps))).view(*self.index.shape, H, D, D)
 
+    def _layout(self, shape:tuple) -> tuple:
+        "The chunk maps and layout for tokens of `shape`: the plan's, or one computed on the host; once per shape."
+        if shape not in self._cache:
+            plan = self.plan
+            if plan is None or tuple(plan.back.shape) != (math.prod(shape),):   # no plan, or positions broadcast over x
+                index = self.index.expand(shape).reshape(-1).cpu().numpy()
+                plan = Plan.pack(**rotation_layout(index)).to(self.maps.device)
+            keep = [k.to(self.maps.dtype) for k in (plan.into_keep, plan.back_keep)]
+            self._cache[shape] = (self.maps.index_select(0, plan.chunk_map),
+                                  (plan.into, keep[0], plan.back, keep[1]))
+        return self._cache[shape]
+
     def rotate(self, *xs:Tensor # one or more tensors `[*batch, heads, length, dim]` (e.g. queries and keys)
               ) -> Tensor|tuple[Tensor, ...]: # `M x` per token for each, same shape and dtype
         "Apply each token's map to its vector, without a matrix per token; several tensors share one pass over the maps."
@@ -255,7 +205,7 @@ class PositionMaps:
                                 f"rotated integers would be truncated")
         if any(x.shape != xs[0].shape for x in xs):
             raise ValueError(f"tensors rotated together must have one shape, got {[tuple(x.shape) for x in xs]}")
-        x = xs[0] if len(xs) == 1 else torch.stack(xs)
+        x = xs[0]
         if x.ndim < 3 or x.shape[-3] != self.num_heads or x.shape[-1] != self.head_dim:
             raise ValueError(f"x must be [..., num_heads={self.num_heads}, length, head_dim={self.head_dim}], "
                              f"got {tuple(x.shape)}")
@@ -266,15 +216,15 @@ class PositionMaps:
         if len(I) > len(shape) or any(a not in (1, b) for a, b in zip(I[::-1], shape[::-1])):
             raise ValueError(f"positions of shape {tuple(self.index.shape)} do not fit x {tuple(x.shape)}: "
                              f"expected [..., length] broadcastable to {(*lead, L)}")
-        if math.prod(shape) // len(xs) * H * d * d <= self.dense_limit:   # small batches: a matrix per token, gathered once
-            if "dense" not in self._layouts: self._layouts["dense"] = self.full().movedim(-3, -4).contiguous()
-            M = self._layouts["dense"]                            # [*index lead, H, L, d, d]
-            y = (M * x.to(M.dtype)[..., None, :]).sum(-1)         # [*lead, H, L, d]
-        else:
-            if shape not in self._layouts:                        # shared by queries, keys and every layer
-                lay = _layout(self.index.expand(shape).reshape(-1), len(self.maps), H, L)
-                self._layouts[shape] = lay, self.maps if lay.order is None else _take(self.maps, lay.order)
-            y = _apply_grouped(*reversed(self._layouts[shape]), x)
+        with _exact(x):
+            if self.by_position: y = _rotate_by_position(self.maps, torch.stack(xs) if len(xs) > 1 else x)
+            elif self.plan is None and math.prod(shape) * H * d * d <= self.dense_limit:   # small: a matrix per token
+                if "dense" not in self._cache: self._cache["dense"] = self.full().movedim(-3, -4).contiguous()
+                M = self._cache["dense"]                                 # [*index lead, H, L, d, d]
+                y = (M * (torch.stack(xs) if len(xs) > 1 else x).to(M.dtype)[..., None, :]).sum(-1)
+            else:
+                y = _rotate_chunks(*self._layout(shape), xs)
+                if len(xs) == 1: y = y[0]
         y = y.to(x.dtype)
         return y if len(xs) == 1 else tuple(y.unbind(0))
 
@@ -422,24 +372,33 @@ class SequenceAPE(OrthogonalPE):
         p = _check_positions(p, "p")
         a = p.abs()
         top = int(a.max()) if len(a) else 0
-        squares = [self._exponentials()[0]]                       # W^(2^k), float64 [heads, d, d]
-        for _ in range(1, top.bit_length()): squares.append(_polar_step(squares[-1] @ squares[-1]))
-        dt = _work_dtype(self.entries.dtype)
-        squares = [s.to(dt) for s in squares]
-        D = self.head_dim
-        eye = torch.eye(D, dtype=dt, device=squares[0].device).expand(1, self.num_heads, D, D)
+        squares = self._squares(top)
         if top < 4 * len(p):                                      # W^0..W^top in ceil(log2(top+1)) products
-            table = eye
-            for step in squares:                                  # table holds W^0 .. W^(2^k - 1); step is W^(2^k)
-                if len(table) > top: break
-                table = torch.cat([table, table[: top + 1 - len(table)] @ step])   # W^(n+i) = W^i W^n
+            table = self._table(top, squares)
             out = table if len(a) == len(table) and bool((a == torch.arange(len(a), device=a.device)).all()) \
                   else table.index_select(0, a)
         else:                                                     # one product per binary digit of p
-            out = eye.expand(len(p), -1, -1, -1)
+            D = self.head_dim
+            out = torch.eye(D, dtype=squares[0].dtype, device=squares[0].device).expand(len(p), self.num_heads, D, D)
             for k in range(top.bit_length()):
                 out = torch.where(((a >> k) & 1).bool()[:, None, None, None], out @ squares[k], out)
         return torch.where((p < 0)[:, None, None, None], out.mT, out) if bool((p < 0).any()) else out
+
+    def _squares(self, top:int) -> list: # W^(2^k) for 2^k <= top (at least W), in the work dtype
+        "The squares of W, each re-orthogonalised in float64."
+        squares = [self._exponentials()[0]]                       # W^(2^k), float64 [heads, d, d]
+        for _ in range(1, top.bit_length()): squares.append(_polar_step(squares[-1] @ squares[-1]))
+        return [s.to(_work_dtype(self.entries.dtype)) for s in squares]
+
+    def _table(self, top:int, squares:list|None=None) -> Tensor: # `[top + 1, heads, d, d]`
+        "W^0 .. W^top in ceil(log2(top + 1)) products: with W^0 .. W^(2^k - 1), W^(2^k + i) = W^i W^(2^k)."
+        squares = self._squares(top) if squares is None else squares
+        D = self.head_dim
+        table = torch.eye(D, dtype=squares[0].dtype, device=squares[0].device).expand(1, self.num_heads, D, D)
+        for step in squares:
+            if len(table) > top: break
+            table = torch.cat([table, table[: top + 1 - len(table)] @ step])
+        return table
 
     def prepare(self, positions:Tensor # integer positions: `[length]`, `[batch, length]` or any shape
                ) -> PositionMaps:
@@ -447,40 +406,31 @@ class SequenceAPE(OrthogonalPE):
         uniq, inv = torch.unique(_check_positions(positions, "sequence positions"), return_inverse=True)
         return PositionMaps(self.powers(uniq), inv)
 
+    def prepare_range(self, length:int, # number of tokens
+                      offset:int=0, # position of the first token (incremental decoding)
+                     ) -> PositionMaps:
+        "The maps of tokens at positions offset .. offset+length-1 in every row: no search for distinct positions, no host round trip (static shapes, for `torch.compile`)."
+        length, offset = _check_size(length, "length"), operator.index(offset)
+        if offset < 0: raise ValueError(f"offset must be >= 0, got {offset}")
+        table = self._table(offset + length - 1)[offset:]
+        return PositionMaps(table, torch.arange(length, device=table.device), by_position=True)
+
     def to_rope(self) -> tuple[Tensor, Tensor]: # angles `[heads, dim/2]` and bases `[heads, dim, dim]`
         "The RoPE equivalent of the learned generators (`ape_to_rope`): W = P R(angles) P^T per head."
         return ape_to_rope(self.generator())
 
 
 # %% ../nbs/04_algebraic.ipynb #b481d77e
-class _PathProducts(torch.autograd.Function):
-    "Maps of all distinct nodes, level by level, into one `[U, H, d, d]`: `maps[r] = maps[parent[r]] @ G[i]`."
-    @staticmethod
-    def forward(ctx, G, plan):  # G [n, H, d, d]; plan: per level, per slot i, (i, rows a:b, parent rows [b - a])
-        n, H, d, _ = G.shape
-        out = G.new_empty(plan[-1][-1][2] if len(plan) else 1, H, d, d)                  # [U, H, d, d]
-        out[0] = torch.eye(d, dtype=G.dtype, device=G.device)                           # the root: identity
-        with _exact(G):
-            for level, groups in enumerate(plan):
-                for i, a, b, parent in groups:  # one batched product [m, H, d, d] @ [H, d, d]: the slot's nodes, all heads
-                    if level == 0: out[a:b] = G[i]
-                    else: torch.matmul(out.index_select(0, parent), G[i], out=out[a:b])
-        ctx.save_for_backward(G, out); ctx.plan = plan
-        return out
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, g):  # levels in reverse: a node's gradient is complete before its parent's
-        G, out = ctx.saved_tensors
-        g, gG = g.clone(), torch.zeros_like(G)
-        with _exact(g):
-            for level in reversed(range(len(ctx.plan))):
-                for i, a, b, parent in ctx.plan[level]:
-                    gm = g[a:b]                                                          # [m, H, d, d]
-                    if level == 0: gG[i] += gm.sum(0); continue
-                    gG[i] += (out.index_select(0, parent).mT @ gm).sum(0)  # dG_i = sum M_p^T dM
-                    g.index_add_(0, parent, gm @ G[i].mT)                                # dM_p += dM G_i^T
-        return gG, None
+def _tree_maps(G:Tensor, # [n, H, d, d] generators
+               slot:Tensor, # [U] each node's generator: 0 the identity, b + 1 branch b
+               jumps:Tensor, # [steps, U] each node's ancestor 2^k levels up (the root when there is none)
+              ) -> Tensor: # [U, H, d, d]: the product of the generators along each node's root path
+    "Maps of all distinct nodes by doubling: `P = P[jumps[k]] @ P` doubles the length of path each row covers."
+    d = G.shape[-1]
+    with _exact(G):
+        P = torch.cat([torch.eye(d, dtype=G.dtype, device=G.device).expand(1, *G.shape[1:]), G]).index_select(0, slot)
+        for k in range(jumps.shape[0]): P = _Product.apply(P.index_select(0, jumps[k]), P)
+    return P
 
 class TreeAPE(OrthogonalPE):
     "Algebraic PE of trees: one orthogonal generator per branch and head; a node's map is the product along its root path."
@@ -497,33 +447,17 @@ class TreeAPE(OrthogonalPE):
 
     def prepare(self, positions:TreePositions # whole root paths `[*batch, K]`, depths `[*batch]` (-1: padding)
                ) -> PositionMaps:
-        "The maps of every distinct node of the batch, level by level: one batched product per depth and branch."
+        "The maps of every distinct node of the batch, from the positions' plan (`with_plan`; made here when absent)."
         if not isinstance(positions, TreePositions):
             raise TypeError(f"positions must be TreePositions, got {type(positions).__name__}")
         positions.check(n=self.n, what="positions")               # slots < n, whole paths, not empty
-        G, dev = self.generators(), positions.depth.device        # [n, heads, d, d]: one matrix_exp
-        # the plan is indices only, built with numpy on the host (a numpy call costs ~1 µs, a torch call several)
-        depth = positions.depth.reshape(-1).cpu().numpy().astype(np.int64)
-        paths = positions.paths.reshape(len(depth), positions.paths.shape[-1]).cpu().numpy().astype(np.int64)
-        index = np.where(depth == 0, 0, -1)                       # map 0 is the root's, the identity
-        node = np.zeros_like(depth)                               # each token's ancestor at the current level
-        plan, total, width, first = [], 1, 1, 0                   # first: row of the previous level's map 0
-        for t in range(int(depth.max())):
-            active = np.flatnonzero(depth > t)
-            key = paths[active, t] * width + node[active]  # distinct nodes at depth t+1, by slot then parent
-            uniq, inv = np.unique(key, return_inverse=True)
-            slot, parent = uniq // width, uniq % width + first   # maps(path + [i]) = maps(path) @ G_i
-            ends = np.searchsorted(slot, np.arange(self.n + 1)).tolist()
-            plan.append([(i, total + ends[i], total + ends[i + 1], torch.from_numpy(parent[ends[i]:ends[i + 1]]).to(dev))
-                         for i in range(self.n) if ends[i + 1] > ends[i]])
-            node[active] = inv
-            done = depth[active] == t + 1
-            index[active[done]] = total + inv[done]
-            first, width, total = total, len(uniq), total + len(uniq)
-        return PositionMaps(_PathProducts.apply(G, plan), torch.from_numpy(index).to(dev).view(positions.depth.shape))
+        plan = positions.plan if positions.plan is not None else tree_plan(positions).to(positions.device)
+        if tuple(plan.node.shape) != tuple(positions.shape):
+            raise ValueError(f"the positions' plan is for shape {tuple(plan.node.shape)} but the positions have shape "
+                             f"{tuple(positions.shape)}: make the plan again (`with_plan`)")
+        return PositionMaps(_tree_maps(self.generators(), plan.slot, plan.jumps), plan.node, plan)
 
     def extra_repr(self): return f"head_dim={self.head_dim}, n={self.n}, num_heads={self.num_heads}, init={self.init!r}"
-
 
 # %% ../nbs/04_algebraic.ipynb #3d05eef1
 @dataclass(eq=False)

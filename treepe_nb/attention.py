@@ -142,7 +142,7 @@ register_encoding("additive", "absolute", ("tree",), term=_additive_term,
                   build=lambda s: AdditiveTreePE(s.d_model, s.max_depth, s.max_sibling, s.num_kinds))
 register_encoding("rotary", "rotation", ("sequence", "tree"), maps=lambda m, p: _RotaryMaps(p.index))
 register_encoding("ape-seq", "rotation", ("sequence", "tree"), build=lambda s: SequenceAPE(s.head_dim, s.num_heads),
-                  maps=lambda m, p: m.prepare(p.index))
+                  maps=lambda m, p: m.prepare(p.index) if p.offset is None else m.prepare_range(p.index.shape[-1], p.offset))
 register_encoding("ape-tree", "rotation", ("tree",), build=lambda s: TreeAPE(s.head_dim, s.n, s.num_heads),
                   maps=lambda m, p: m.prepare(p.tree))
 register_encoding("ape-grid", "rotation", ("grid",), build=lambda s: GridAPE(s.head_dim, s.num_heads, s.axes),
@@ -158,6 +158,7 @@ class PreparedPositions:
     tree: TreePositions|None = None    # `[B, L, K]` root paths, for tree distances
     grid: Tensor|None = None           # `[B, L, axes]` coordinates, for grid distances
     rotation: Any = None               # maps with `.rotate(*xs)` for queries and keys, or None
+    offset: int|None = None            # `index` is offset, offset+1, ... in every row (trees, grids); None: the caller's
 
     def cat(self, other:PreparedPositions) -> PreparedPositions:
         "These positions followed by `other`'s along the length (the keys of a cache); the maps are not kept."
@@ -253,7 +254,7 @@ class PositionEncoding(nn.Module):
         if m == "tree":
             tree = positions if kind != "tree" else positions.check(self.n, self.max_depth)
         if m == "grid": grid = positions.masked_fill(~mask[..., None], 0)
-        prep = PreparedPositions(kind, index, tree, grid)
+        prep = PreparedPositions(kind, index, tree, grid, offset=None if m == "sequence" else offset)
         if self.family == "absolute": x = x + self.encoding.term(self.module, prep, kinds).to(x.dtype)
         if self.family == "rotation": prep.rotation = self.encoding.maps(self.module, prep)
         return x, prep

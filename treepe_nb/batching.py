@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 from .trees import Tree, TreePositions, batch_positions, check_order
+from .plans import Plan   # (and `TreePositions.with_plan`, which the collator calls)
 from .tracking import ArityVocab
 from .generators import flat_trees
 
@@ -203,8 +204,8 @@ class Collator:
         src = [self._linear(e.src, e.src_ids, self.source, self.src_order, i) for i, e in enumerate(examples)]
         src_ids = _pad(src, 0)
         src_index = _index([len(s) for s in src], src_ids.shape[1])
-        src_pos = (batch_positions([e.src for e in examples], self.src_order, self.max_depth) if self.source == "tree"
-                   else src_index)
+        src_pos = (batch_positions([e.src for e in examples], self.src_order, self.max_depth).with_plan()
+                   if self.source == "tree" else src_index)
         kinds = None
         if examples[0].kinds is not None:
             kinds = _pad([self._linear(e.src, e.kinds, self.source, self.src_order, i, "kinds")
@@ -219,7 +220,7 @@ class Collator:
         labels = _pad([np.r_[t, 2] for t in tgt], -100)                          # y_0 ... y_{n-1} <end>
         tgt_index = _index([len(t) + 1 for t in tgt], T)
         if self.target == "tree":                                               # [B, T-1, K] -> [B, T, K]
-            tgt_pos = prepend_root(batch_positions([e.tgt for e in examples], self.tgt_order, self.max_depth))
+            tgt_pos = prepend_root(batch_positions([e.tgt for e in examples], self.tgt_order, self.max_depth)).with_plan()
         else: tgt_pos = tgt_index
         return Batch(src_ids, src_pos, tgt_ids, tgt_pos, labels, src_index, tgt_index, kinds)
 

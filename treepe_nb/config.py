@@ -83,6 +83,7 @@ class TrainConfig:
     stop_when_perfect: bool = True   # stop at the first evaluation whose dev exact match is 1.0
     imports: tuple[str, ...] = ()    # your modules, imported first (the tasks and encodings they register; `import_modules`)
     tensorboard: bool = False        # also write the curves for TensorBoard into the run's tensorboard/ folder
+    compile: bool = False            # compile the training step's forward with torch.compile (graphs reused across batches)
 
     def __post_init__(self):
         self.imports = import_modules(self.imports)    # first: the settings below may name what they register
@@ -101,7 +102,7 @@ class TrainConfig:
         if self.threads is not None: check_number(self, "threads", int, 1)
         if not isinstance(self.out, str) or not self.out:
             raise ValueError(f"out must be a folder name, got {self.out!r}")
-        for name in ("stop_when_perfect", "tensorboard"):
+        for name in ("stop_when_perfect", "tensorboard", "compile"):
             if not isinstance(getattr(self, name), bool): raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if isinstance(self.amp, bool): self.amp = "cuda" if self.amp else "off"   # configs of before AMP_MODES
         if self.amp not in AMP_MODES:
@@ -193,7 +194,7 @@ def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the 
 
 # %% ../nbs/08f_config.ipynb #ad2b4a42
 RESUMABLE_CHANGES = ("steps", "eval_every", "eval_examples", "checkpoint_every", "device", "amp", "threads", "out",
-                     "patience", "stop_when_perfect", "tensorboard")
+                     "patience", "stop_when_perfect", "tensorboard", "compile")
 
 def _flat_settings(cfg:TrainConfig) -> dict:
     "Every setting as `section.field: value` (the task's and the model's prefixed)."

@@ -295,8 +295,9 @@ def experiments_cli(argv:Sequence[str]|None=None):
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a setting of every cell (YAML value): a TrainConfig field or a model./task. field, "
                         "e.g. --set steps=50000 --set d_model=512 --set model.decay=0.98 --set task.preset=paper")
+    p.add_argument("--compile", action="store_true", help="compile each cell's training step (torch.compile; TrainConfig.compile)")
     args = p.parse_args(argv)
-    settings = {}
+    settings = {"compile": True} if args.compile else {}
     for kv in args.set:
         if "=" not in kv: p.error(f"--set needs KEY=VALUE, got {kv!r}")
         k, v = kv.split("=", 1); settings[k.strip()] = yaml.safe_load(v)

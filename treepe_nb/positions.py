@@ -46,6 +46,7 @@ class TreePositions:
     paths: Tensor
     depth: Tensor
     trusted: bool = field(default=False, repr=False)   # built by this library: well formed, `check` only tests limits
+    plan: object = field(default=None, repr=False)      # a `plans.Plan` of these positions (`with_plan`), or None
 
     def __post_init__(self):
         _integer_tensor(self.paths, "TreePositions.paths"); _integer_tensor(self.depth, "TreePositions.depth")
@@ -67,7 +68,10 @@ class TreePositions:
     def mask(self) -> Tensor:
         "True for real nodes, False for padding (depth -1)."
         return self.depth >= 0
-    def to(self, device) -> TreePositions: return TreePositions(self.paths.to(device), self.depth.to(device), self.trusted)
+    def to(self, device) -> TreePositions:
+        "The positions (and their plan) on `device`."
+        return TreePositions(self.paths.to(device), self.depth.to(device), self.trusted,
+                             None if self.plan is None else self.plan.to(device))
     def __getitem__(self, idx) -> TreePositions: return TreePositions(self.paths[idx], self.depth[idx], self.trusted)
     def __len__(self): return len(self.depth)
     def __eq__(self, other):

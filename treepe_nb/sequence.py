@@ -301,7 +301,8 @@ def apply_rotary(x:Tensor, # floating `[batch, heads, length, dim]` (any leading
     if interleaved:
         rot = torch.polar(torch.ones_like(angles), angles)
         pairs = xf.reshape(*lead, length, dim // 2, 2)                                  # [.., L, D/2, 2]
-        if pairs.storage_offset() % 2 or any(s % 2 for s in pairs.stride()[:-1]): pairs = pairs.contiguous()
+        if torch.compiler.is_compiling() or pairs.storage_offset() % 2 or any(s % 2 for s in pairs.stride()[:-1]):
+            pairs = pairs.contiguous()                                                  # (traced: always)
         return torch.view_as_real(torch.view_as_complex(pairs) * rot).flatten(-2).to(x.dtype)
     cos, sin = angles.cos(), angles.sin()
     x1, x2 = xf[..., : dim // 2], xf[..., dim // 2 :]

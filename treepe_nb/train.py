@@ -321,6 +321,7 @@ def train(cfg:TrainConfig, # the run's settings
                 f"the training split has {len(task.train)} examples, fewer than batch_size={cfg.batch_size}"
             )
         autocast = amp_context(cfg.amp, device)
+        step_loss = torch.compile(batch_loss) if cfg.compile else batch_loss   # traced once per padded shape
 
         def checkpoint(name):
             save_checkpoint(out / name, model=model.state_dict(), optimizer=opt.state_dict(),
@@ -362,7 +363,7 @@ def train(cfg:TrainConfig, # the run's settings
                 if e != epoch: sampler.set_epoch(e); order, epoch = list(sampler), e
                 t0 = time.perf_counter()
                 batch = task.collate([task.train[i] for i in order[k * per:(k + 1) * per]]).to(device)
-                with autocast: loss, count, _ = batch_loss(net, batch, cfg.label_smoothing)
+                with autocast: loss, count, _ = step_loss(net, batch, cfg.label_smoothing)
                 total = _all_sum(count.detach().clone().float(), world)
                 opt.zero_grad(set_to_none=True)
                 (loss * world / total).backward()

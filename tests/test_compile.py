@@ -1,0 +1,50 @@
+"The training step compiles whole (`fullgraph=True`) for every built-in encoding that reads trees, and a second batch of the same padded shapes reuses the graph (issue: ape-tree at the cost of none)."
+import random
+import pytest
+import torch
+import torch._dynamo
+from torch._dynamo.utils import counters
+from treepe_nb.attention import ENCODINGS
+from treepe_nb.model import ModelConfig
+from treepe_nb.tasks import TaskConfig
+from treepe_nb.train import TrainConfig, batch_loss, build
+
+TREE_ENCODINGS = [name for name, e in ENCODINGS.items() if "tree" in e.reads]
+
+
+def _shapes(batch):
+    "What a traced graph is specialised on: the padded sizes of the batch and of its plans."
+    out = [tuple(batch.src_ids.shape), tuple(batch.tgt_ids.shape)]
+    for pos in (batch.src_pos, batch.tgt_pos):
+        out += [tuple(pos.paths.shape), tuple(sorted(pos.plan.shapes.items()))]
+    return out
+
+
+def _two_batches(task, size=8, tries=400):
+    "Two different batches whose padded shapes (plans included) are equal: one bucket."
+    rng = random.Random(0)
+    first = task.collate(list(task.train)[:size])
+    for _ in range(tries):
+        other = task.collate(rng.sample(list(task.train), size))
+        if _shapes(other) == _shapes(first) and not torch.equal(other.src_ids, first.src_ids): return first, other
+    pytest.skip("no second batch of the same bucket found")
+
+
+@pytest.mark.parametrize("pe", TREE_ENCODINGS)
+def test_training_step_compiles_whole_and_once_per_bucket(pe, one_thread):
+    cfg = TrainConfig(TaskConfig("tree-copy", order="dfs", sizes=(300, 2, 2), seed=0),
+                      ModelConfig(pe=pe, d_model=16, num_heads=2, enc_layers=1, dec_layers=1), batch_size=8)
+    task, model = build(cfg)
+    first, second = _two_batches(task)
+    torch._dynamo.reset(); counters.clear()
+    step = torch.compile(lambda b: batch_loss(model, b)[0], backend="eager", fullgraph=True)   # a graph break raises
+    eager = batch_loss(model, first)[0]
+    loss = step(first)
+    loss.backward()
+    torch.testing.assert_close(loss, eager)                          # the traced step computes the same loss
+    graphs = counters["stats"]["unique_graphs"]
+    assert graphs == 1
+    step(second).backward()                                         # same bucket: no recompilation
+    assert counters["stats"]["unique_graphs"] == graphs
+    assert not counters["recompiles"] and not counters["graph_break"]
+    torch._dynamo.reset()
