@@ -1,0 +1,189 @@
+"""ape-tree at the cost of `none` (issue 34): the training step of each encoding, its aten op count, the chapter-10
+cell end to end and `torch.compile`, measured on several checkouts in alternating fresh processes (one torch thread
+each, so that the machine's load hits all sides alike). Written to `nbs/results/benchmarks/ape_cost.json`, which
+chapter 11 reads.
+
+    python tools/ape_cost.py                                   # sides: 88f0a80, fda6bc9 (before the plans), this checkout
+    python tools/ape_cost.py --sides 88f0a80 HEAD --rounds 3 --only steps
+
+Measurements (each worker imports `treepe_nb` from its side's folder):
+* `steps`: one training step (forward, backward, AdamW) of the chapter-10 cell's model (tree-rotate dfs, d_model 64,
+  4 heads, 2 + 2 layers, batch 32) for `none`, `stack` and `ape-tree`, the encodings alternated step by step over
+  the same 10 batches, best of the rounds; the same on one For2Lam-long batch (32 programs); and the aten ops of one
+  step of each (a dispatch-mode counter), forward + backward;
+* `cell`: chapter 10's cell tree-rotate-dfs-ape-tree-s0 end to end (training 1000 steps, dev evaluations, test
+  decoding), as `tools/throughput.py` runs it;
+* `compile` (this checkout only): the chapter-10 step of `none` and `ape-tree`, eager against `torch.compile`
+  (inductor, the default backend), alternated, on one batch (one padded shape: compiling a graph costs minutes on
+  this CPU); the compilation time is reported apart.
+"""
+from __future__ import annotations
+
+import argparse, datetime, json, os, platform, statistics, subprocess, sys, tempfile, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "nbs/results/benchmarks/ape_cost.json"
+ENCODINGS = ("none", "stack", "ape-tree")
+CELL_SETTINGS = {"task": {"name": "tree-rotate", "order": "dfs", "sizes": [1000, 100, 100], "seed": 0},
+                 "model": {"pe": "ape-tree"}, "eval_every": 500, "patience": 0, "stop_when_perfect": False, "threads": 1}
+
+
+def _setup(pe, task_settings, batches=10, batch=32):
+    "A model of `pe` on the task, its AdamW, and fixed training batches."
+    import random, torch
+    from treepe_nb.train import TrainConfig, build
+    cfg = TrainConfig.from_dict({**CELL_SETTINGS, "task": task_settings, "model": {"pe": pe}, "out": tempfile.gettempdir()})
+    task, model = build(cfg)
+    rng = random.Random(0)
+    data = [task.collate(rng.sample(list(task.train), batch)) for _ in range(batches)]
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    return model, opt, data
+
+
+def _step_fn(model, opt, loss_fn):
+    def step(b):
+        opt.zero_grad(set_to_none=True)
+        loss, count, _ = loss_fn(model, b)
+        (loss / count).backward(); opt.step()
+    return step
+
+
+def _count_ops(model, b):
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from treepe_nb.train import batch_loss
+    class Count(TorchDispatchMode):
+        ops = 0
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.ops += 1
+            return func(*args, **(kwargs or {}))
+    with Count():
+        loss, count, _ = batch_loss(model, b); (loss / count).backward()
+    return Count.ops
+
+
+def _alternated(steps:dict, data:dict, rounds:int) -> dict:
+    "Seconds per step of each entry, its batches run in turn, best round."
+    best = {k: float("inf") for k in steps}
+    for r in range(rounds + 1):                                     # round 0 warms up
+        for k in (list(steps) if r % 2 else list(steps)[::-1]):
+            t0 = time.perf_counter()
+            for b in data[k]: steps[k](b)
+            if r: best[k] = min(best[k], (time.perf_counter() - t0) / len(data[k]))
+    return best
+
+
+def work_steps(args):
+    from treepe_nb.train import batch_loss
+    out = {}
+    for label, task, n in (("cell", CELL_SETTINGS["task"], 10),
+                           ("for2lam_long", {"name": "for2lam-long", "sizes": [64, 2, 2], "seed": 0}, 1)):
+        built = {pe: _setup(pe, task, batches=n) for pe in ENCODINGS}
+        steps = {pe: _step_fn(m, o, batch_loss) for pe, (m, o, d) in built.items()}
+        times = _alternated(steps, {pe: d for pe, (m, o, d) in built.items()}, args.repeat)
+        out[label] = {"step_s": times, "ops": {pe: _count_ops(m, d[0]) for pe, (m, o, d) in built.items()},
+                      "ratio_ape_tree_to_none": times["ape-tree"] / times["none"],
+                      "tokens": int(built["none"][2][0].src_mask.sum() + built["none"][2][0].tgt_mask.sum())}
+    out["seconds"] = out["cell"]["step_s"]["ape-tree"]
+    return out
+
+
+def work_cell(args):
+    from treepe_nb.experiments import run_cell
+    from treepe_nb.train import TrainConfig
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = TrainConfig.from_dict({**CELL_SETTINGS, "steps": args.cell_steps, "out": str(Path(tmp) / "run")})
+        t0 = time.perf_counter()
+        rec = run_cell(cfg, Path(tmp) / "cell.json")
+        total = time.perf_counter() - t0
+    return {"seconds": total, "train_loss": rec["train_loss"], "test_exact_match": rec["test"]["exact_match"]}
+
+
+def work_compile(args):
+    import torch
+    from treepe_nb.train import batch_loss
+    out = {}
+    for pe in ("none", "ape-tree"):
+        model, opt, data = _setup(pe, CELL_SETTINGS["task"])
+        data = data[:1] * 10                                        # one padded shape: one graph (compiling costs minutes)
+        compiled = torch.compile(batch_loss)
+        t0 = time.perf_counter()
+        for b in data: _step_fn(model, opt, compiled)(b)            # every padded shape of the batches, compiled
+        first = time.perf_counter() - t0
+        times = _alternated({"eager": _step_fn(model, opt, batch_loss), "compiled": _step_fn(model, opt, compiled)},
+                            {"eager": data, "compiled": data}, args.repeat)
+        from torch._dynamo.utils import counters
+        out[pe] = {**{f"{k}_step_s": v for k, v in times.items()}, "first_pass_s": first,
+                   "graphs": int(counters["stats"]["unique_graphs"])}
+        torch._dynamo.reset(); counters.clear()
+    out["seconds"] = out["ape-tree"]["compiled_step_s"]
+    return out
+
+
+WORKERS = {"steps": work_steps, "cell": work_cell, "compile": work_compile}
+THIS_ONLY = ("compile",)
+
+
+def _run_worker(root: Path, name: str, args) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--cell-steps", str(args.cell_steps),
+           "--repeat", str(args.repeat)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
+    if done.returncode: sys.exit(f"worker {name} in {root} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _git(*a) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()
+
+
+def _checkout(commit: str, tmp: str) -> Path:
+    "The package of `commit`, extracted with `git archive` (HEAD with uncommitted changes: this folder)."
+    if commit == "HEAD": return ROOT
+    dest = Path(tmp) / commit; dest.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "treepe_nb"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", choices=list(WORKERS), help=argparse.SUPPRESS)
+    ap.add_argument("--sides", nargs="+", default=["88f0a80", "fda6bc9", "HEAD"], help="commits to measure (HEAD: this folder)")
+    ap.add_argument("--rounds", type=int, default=2, help="alternated rounds (one process per side each)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed rounds inside a process (the best is kept)")
+    ap.add_argument("--cell-steps", type=int, default=1000, help="training steps of the chapter-10 cell")
+    ap.add_argument("--only", nargs="+", choices=list(WORKERS), help="run only these measurements")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    if args.worker:
+        import torch
+        torch.set_num_threads(1)
+        print(json.dumps(WORKERS[args.worker](args)))
+        return {}
+    record = json.loads(args.out.read_text()) if args.out.exists() and args.only else {}
+    head = _git("rev-parse", "--short", "HEAD") + ("+changes" if _git("status", "--porcelain", "treepe_nb") else "")
+    with tempfile.TemporaryDirectory() as tmp:
+        roots = {s: _checkout(s, tmp) for s in args.sides}
+        for name in args.only or list(WORKERS):
+            sides = ["HEAD"] if name in THIS_ONLY else args.sides
+            runs = {s: [] for s in sides}
+            for r in range(args.rounds if name not in THIS_ONLY else 1):
+                for side in (sides if r % 2 == 0 else sides[::-1]):
+                    runs[side].append(_run_worker(roots[side], name, args))
+                    print(name, side, json.dumps({k: v for k, v in runs[side][-1].items() if k != "train_loss"})[:400],
+                          file=sys.stderr, flush=True)
+            record[name] = {"runs": {(head if s == "HEAD" else s): v for s, v in runs.items()},
+                            "median_seconds": {(head if s == "HEAD" else s): statistics.median(x["seconds"] for x in v)
+                                               for s, v in runs.items()},
+                            "settings": {"rounds": args.rounds, "repeat": args.repeat, "cell_steps": args.cell_steps,
+                                         "measured": datetime.datetime.now().isoformat(timespec="seconds")}}
+    record["machine"] = {"cpu_threads": os.cpu_count(), "python": platform.python_version(), "torch_threads": 1,
+                         "load_average_1min": round(os.getloadavg()[0], 2),
+                         "measured": datetime.datetime.now().isoformat(timespec="seconds")}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+if __name__ == "__main__": main()
