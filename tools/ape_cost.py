@@ -29,11 +29,22 @@ CELL_SETTINGS = {"task": {"name": "tree-rotate", "order": "dfs", "sizes": [1000,
                  "model": {"pe": "ape-tree"}, "eval_every": 500, "patience": 0, "stop_when_perfect": False, "threads": 1}
 
 
+def _config(settings:dict):
+    "A TrainConfig of `settings` (nested), also on checkouts whose TrainConfig is flat (88f0a80: no from_dict)."
+    import dataclasses
+    from treepe_nb.train import TrainConfig
+    if hasattr(TrainConfig, "from_dict"): return TrainConfig.from_dict(settings)
+    flat = {**{k: v for k, v in settings.items() if k not in ("task", "model")}, **settings["model"],
+            **{k: v for k, v in settings["task"].items() if k != "name"}, "task": settings["task"]["name"]}
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    return TrainConfig(**{k: tuple(v) if k == "sizes" else v for k, v in flat.items() if k in names})
+
+
 def _setup(pe, task_settings, batches=10, batch=32):
     "A model of `pe` on the task, its AdamW, and fixed training batches."
     import random, torch
-    from treepe_nb.train import TrainConfig, build
-    cfg = TrainConfig.from_dict({**CELL_SETTINGS, "task": task_settings, "model": {"pe": pe}, "out": tempfile.gettempdir()})
+    from treepe_nb.train import build
+    cfg = _config({**CELL_SETTINGS, "task": task_settings, "model": {"pe": pe}, "out": tempfile.gettempdir()})
     task, model = build(cfg)
     rng = random.Random(0)
     data = [task.collate(rng.sample(list(task.train), batch)) for _ in range(batches)]
@@ -78,6 +89,8 @@ def work_steps(args):
     out = {}
     for label, task, n in (("cell", CELL_SETTINGS["task"], 10),
                            ("for2lam_long", {"name": "for2lam-long", "sizes": [64, 2, 2], "seed": 0}, 1)):
+        from treepe_nb.tasks import TASKS
+        if task["name"] not in TASKS: out[label] = None; continue          # an older checkout: no such task
         built = {pe: _setup(pe, task, batches=n) for pe in ENCODINGS}
         steps = {pe: _step_fn(m, o, batch_loss) for pe, (m, o, d) in built.items()}
         times = _alternated(steps, {pe: d for pe, (m, o, d) in built.items()}, args.repeat)
@@ -90,9 +103,8 @@ def work_steps(args):
 
 def work_cell(args):
     from treepe_nb.experiments import run_cell
-    from treepe_nb.train import TrainConfig
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = TrainConfig.from_dict({**CELL_SETTINGS, "steps": args.cell_steps, "out": str(Path(tmp) / "run")})
+        cfg = _config({**CELL_SETTINGS, "steps": args.cell_steps, "out": str(Path(tmp) / "run")})
         t0 = time.perf_counter()
         rec = run_cell(cfg, Path(tmp) / "cell.json")
         total = time.perf_counter() - t0

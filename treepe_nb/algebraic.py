@@ -9,13 +9,14 @@ import numpy as np
 from dataclasses import dataclass, field
 import torch
 from torch import nn, Tensor
+from torch.autograd.function import once_differentiable
 from .trees import TreePositions
 from .plans import Plan, rotation_layout, tree_plan
 from .sequence import frequencies
 
 # %% auto #0
-__all__ = ['skew', 'skew_entries', 'orthogonal', 'rope_matrix', 'rope_to_ape', 'ape_to_rope', 'PositionMaps', 'OrthogonalPE',
-           'SequenceAPE', 'TreeAPE', 'DirectSumMaps', 'GridAPE']
+__all__ = ['LEVEL_WALK_ROWS', 'skew', 'skew_entries', 'orthogonal', 'rope_matrix', 'rope_to_ape', 'ape_to_rope', 'PositionMaps',
+           'OrthogonalPE', 'SequenceAPE', 'TreeAPE', 'DirectSumMaps', 'GridAPE']
 
 # %% ../nbs/04_algebraic.ipynb #27a4452d
 def _work_dtype(dtype) -> torch.dtype:
@@ -122,6 +123,18 @@ class _Rows(torch.autograd.Function):
         src, keep, inv, inv_keep = ctx.saved_tensors
         return _Rows.apply(g.contiguous(), inv, inv_keep, src, keep), None, None, None, None
 
+class _Gather(torch.autograd.Function):
+    "`x.index_select(0, idx)` whose backward adds the (made contiguous) gradient rows with `index_add_`: autograd's own scatter is several times slower on a transposed gradient."
+    @staticmethod
+    def forward(ctx, x, idx):
+        ctx.save_for_backward(idx); ctx.rows = len(x)
+        return x.index_select(0, idx)
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, = ctx.saved_tensors
+        return g.new_zeros(ctx.rows, *g.shape[1:]).index_add_(0, idx, g.contiguous()), None
+
 def _exact(t:Tensor): return torch.autocast(t.device.type, enabled=False)   # no autocast (a backward may run under it)
 
 class _Product(torch.autograd.Function):
@@ -191,7 +204,7 @@ class PositionMaps:
                 index = self.index.expand(shape).reshape(-1).cpu().numpy()
                 plan = Plan.pack(**rotation_layout(index)).to(self.maps.device)
             keep = [k.to(self.maps.dtype) for k in (plan.into_keep, plan.back_keep)]
-            self._cache[shape] = (self.maps.index_select(0, plan.chunk_map),
+            self._cache[shape] = (_Gather.apply(self.maps, plan.chunk_map),
                                   (plan.into, keep[0], plan.back, keep[1]))
         return self._cache[shape]
 
@@ -421,16 +434,51 @@ class SequenceAPE(OrthogonalPE):
 
 
 # %% ../nbs/04_algebraic.ipynb #b481d77e
+def _folded(x:Tensor, W:Tensor) -> Tensor:
+    "`x @ W` for x `[m, H, d, d]` and one W `[H, d, d]` per head: H products of `[m*d, d] @ [d, d]` (large ones, not m*H small)."
+    m, H, d, _ = x.shape
+    return (x.transpose(0, 1).reshape(H, m * d, d) @ W).view(H, m, d, d).transpose(0, 1)
+
+class _LevelProducts(torch.autograd.Function):
+    "Maps of all nodes level by level: the rows of one (level, slot) group are their parents' maps @ G[slot], one product per head."
+    @staticmethod
+    def forward(ctx, G, parent, groups, U):   # G [n, H, d, d]; groups: (slot, a, b) in level order
+        H, d = G.shape[1], G.shape[-1]
+        out = torch.eye(d, dtype=G.dtype, device=G.device).expand(U, H, d, d).contiguous()   # root, padding: identity
+        with _exact(G):
+            for s, a, b in groups: out[a:b] = _folded(out.index_select(0, parent[a:b]), G[s])
+        ctx.save_for_backward(G, parent, out); ctx.groups = groups
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):   # deepest level first: a node's gradient is complete before it goes to its parent
+        G, parent, out = ctx.saved_tensors
+        g, gG = g.clone(), torch.zeros_like(G)
+        H, d = G.shape[1], G.shape[-1]
+        with _exact(g):
+            for s, a, b in reversed(ctx.groups):
+                par, gm = out.index_select(0, parent[a:b]), g[a:b]
+                m = b - a
+                gG[s] += par.transpose(0, 1).reshape(H, m * d, d).mT @ gm.transpose(0, 1).reshape(H, m * d, d)
+                up = parent[a:b]                                         # distinct: one child per parent and slot
+                g.index_copy_(0, up, g.index_select(0, up) + _folded(gm, G[s].mT))   # dM_parent += dM G_s^T
+        return gG, None, None, None
+
 def _tree_maps(G:Tensor, # [n, H, d, d] generators
-               slot:Tensor, # [U] each node's generator: 0 the identity, b + 1 branch b
-               jumps:Tensor, # [steps, U] each node's ancestor 2^k levels up (the root when there is none)
+               plan:Plan, # `plans.tree_plan`: slot, parent, jumps, groups
               ) -> Tensor: # [U, H, d, d]: the product of the generators along each node's root path
-    "Maps of all distinct nodes by doubling: `P = P[jumps[k]] @ P` doubles the length of path each row covers."
-    d = G.shape[-1]
-    with _exact(G):
-        P = torch.cat([torch.eye(d, dtype=G.dtype, device=G.device).expand(1, *G.shape[1:]), G]).index_select(0, slot)
-        for k in range(jumps.shape[0]): P = _Product.apply(P.index_select(0, jumps[k]), P)
-    return P
+    "Maps of all distinct nodes: by doubling where the shapes must not depend on the trie (traced) or few products repeat; else level by level."
+    U, steps = plan.slot.shape[0], plan.jumps.shape[0]
+    if torch.compiler.is_compiling() or U * max(steps - 1, 0) <= LEVEL_WALK_ROWS or not plan.groups:
+        d = G.shape[-1]
+        with _exact(G):
+            P = torch.cat([torch.eye(d, dtype=G.dtype, device=G.device).expand(1, *G.shape[1:]), G]).index_select(0, plan.slot)
+            for k in range(steps): P = _Product.apply(_Gather.apply(P, plan.jumps[k]), P)   # P[a_k] P: twice the path
+        return P
+    return _LevelProducts.apply(G, plan.parent, plan.groups, U)
+
+LEVEL_WALK_ROWS = 1024   # doubling repeats U * (steps - 1) products; above this many, the level walk is cheaper on a CPU
 
 class TreeAPE(OrthogonalPE):
     "Algebraic PE of trees: one orthogonal generator per branch and head; a node's map is the product along its root path."
@@ -455,7 +503,7 @@ class TreeAPE(OrthogonalPE):
         if tuple(plan.node.shape) != tuple(positions.shape):
             raise ValueError(f"the positions' plan is for shape {tuple(plan.node.shape)} but the positions have shape "
                              f"{tuple(positions.shape)}: make the plan again (`with_plan`)")
-        return PositionMaps(_tree_maps(self.generators(), plan.slot, plan.jumps), plan.node, plan)
+        return PositionMaps(_tree_maps(self.generators(), plan), plan.node, plan)
 
     def extra_repr(self): return f"head_dim={self.head_dim}, n={self.n}, num_heads={self.num_heads}, init={self.init!r}"
 
