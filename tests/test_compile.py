@@ -48,3 +48,23 @@ def test_training_step_compiles_whole_and_once_per_bucket(pe, one_thread):
     assert counters["stats"]["unique_graphs"] == graphs
     assert not counters["recompiles"] and not counters["graph_break"]
     torch._dynamo.reset()
+
+
+def test_bucketed_batches_repeat_shapes_and_keep_the_loss(one_thread):
+    "`Collator(bucket=True)` (what `train` uses with `compile`) pads lengths to `plans.bucket` sizes; the loss is unchanged."
+    import dataclasses
+    from treepe_nb.plans import bucket
+    cfg = TrainConfig(TaskConfig("tree-rotate", order="dfs", sizes=(200, 2, 2), seed=0),
+                      ModelConfig(pe="ape-tree", d_model=16, num_heads=2, enc_layers=1, dec_layers=1), batch_size=8)
+    task, model = build(cfg)
+    bucketed = dataclasses.replace(task.collate, bucket=True)
+    rng = random.Random(0)
+    shapes = set()
+    for _ in range(20):
+        examples = rng.sample(list(task.train), 8)
+        plain, padded = task.collate(examples), bucketed(examples)
+        for a, b in ((plain.src_ids, padded.src_ids), (plain.tgt_ids, padded.tgt_ids)):
+            assert b.shape[1] == bucket(a.shape[1]) and torch.equal(b[:, :a.shape[1]], a)
+        torch.testing.assert_close(batch_loss(model, padded), batch_loss(model, plain))
+        shapes.add(tuple(_shapes(padded)[:2]))
+    assert len(shapes) < 20                                           # sizes repeat

@@ -3,7 +3,7 @@ cell end to end and `torch.compile`, measured on several checkouts in alternatin
 each, so that the machine's load hits all sides alike). Written to `nbs/results/benchmarks/ape_cost.json`, which
 chapter 11 reads.
 
-    python tools/ape_cost.py                                   # sides: 88f0a80, fda6bc9 (before the plans), this checkout
+    python tools/ape_cost.py                                   # sides: 88f0a80, fda6bc9 (before the plans), HEAD
     python tools/ape_cost.py --sides 88f0a80 HEAD --rounds 3 --only steps
 
 Measurements (each worker imports `treepe_nb` from its side's folder):
@@ -150,8 +150,7 @@ def _git(*a) -> str:
 
 
 def _checkout(commit: str, tmp: str) -> Path:
-    "The package of `commit`, extracted with `git archive` (HEAD with uncommitted changes: this folder)."
-    if commit == "HEAD": return ROOT
+    "The package of `commit`, extracted with `git archive` (so that editing this folder meanwhile changes nothing)."
     dest = Path(tmp) / commit; dest.mkdir()
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "treepe_nb"], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
@@ -161,7 +160,7 @@ def _checkout(commit: str, tmp: str) -> Path:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", choices=list(WORKERS), help=argparse.SUPPRESS)
-    ap.add_argument("--sides", nargs="+", default=["88f0a80", "fda6bc9", "HEAD"], help="commits to measure (HEAD: this folder)")
+    ap.add_argument("--sides", nargs="+", default=["88f0a80", "fda6bc9", "HEAD"], help="commits to measure")
     ap.add_argument("--rounds", type=int, default=2, help="alternated rounds (one process per side each)")
     ap.add_argument("--repeat", type=int, default=3, help="timed rounds inside a process (the best is kept)")
     ap.add_argument("--cell-steps", type=int, default=1000, help="training steps of the chapter-10 cell")
@@ -174,7 +173,8 @@ def main(argv=None) -> dict:
         print(json.dumps(WORKERS[args.worker](args)))
         return {}
     record = json.loads(args.out.read_text()) if args.out.exists() and args.only else {}
-    head = _git("rev-parse", "--short", "HEAD") + ("+changes" if _git("status", "--porcelain", "treepe_nb") else "")
+    head = _git("rev-parse", "--short", "HEAD")                   # measured as committed: uncommitted changes are not
+    if _git("status", "--porcelain", "treepe_nb"): print("note: uncommitted changes to treepe_nb are not measured", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         roots = {s: _checkout(s, tmp) for s in args.sides}
         for name in args.only or list(WORKERS):

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 from .trees import Tree, TreePositions, batch_positions, check_order
-from .plans import Plan   # (and `TreePositions.with_plan`, which the collator calls)
+from .plans import bucket   # (and `TreePositions.with_plan`, which the collator calls)
 from .tracking import ArityVocab
 from .generators import flat_trees
 
@@ -184,6 +184,7 @@ class Collator:
     src_order: str = "bfs"       # linearisation of tree sources: "bfs" or "dfs"
     tgt_order: str = "dfs"       # linearisation (and generation order) of tree targets
     max_depth: int|None = None   # path width K of tree positions (default: the batch's deepest tree)
+    bucket: bool = False         # pad lengths (and K) to `plans.bucket` sizes, so that shapes repeat (`torch.compile`)
 
     def __post_init__(self):
         if self.source not in ("sequence", "tree"):
@@ -202,27 +203,42 @@ class Collator:
                     raise TypeError(f"example {i}: its {side} is a {type(x).__name__}, but this task's {side} side is a "
                                     f"{kind} (examples of another task?)")
         src = [self._linear(e.src, e.src_ids, self.source, self.src_order, i) for i, e in enumerate(examples)]
-        src_ids = _pad(src, 0)
+        S = max(len(s) for s in src)
+        extra = bucket(S) - S if self.bucket else 0                              # padding up to a repeating length
+        src_ids = _pad(src, 0, extra)
         src_index = _index([len(s) for s in src], src_ids.shape[1])
-        src_pos = (batch_positions([e.src for e in examples], self.src_order, self.max_depth).with_plan()
+        src_pos = (self._positions([e.src for e in examples], self.src_order, src_ids.shape[1])
                    if self.source == "tree" else src_index)
         kinds = None
         if examples[0].kinds is not None:
             kinds = _pad([self._linear(e.src, e.kinds, self.source, self.src_order, i, "kinds")
-                          for i, e in enumerate(examples)], 0)
+                          for i, e in enumerate(examples)], 0, extra)
         if self.target == "labels":
             labels = _pad([self._linear(e.src, e.tgt_ids, self.source, self.src_order, i, "tgt_ids", "labels")
-                           for i, e in enumerate(examples)], -100)
+                           for i, e in enumerate(examples)], -100, extra)
             return Batch(src_ids, src_pos, None, None, labels, src_index, None, kinds)
         tgt = [self._linear(e.tgt, e.tgt_ids, self.target, self.tgt_order, i, "tgt_ids") for i, e in enumerate(examples)]
         T = max(len(t) for t in tgt) + 1
-        tgt_ids = _pad([np.r_[1, t] for t in tgt], 0)                           # <start> y_0 ... y_{n-1}
-        labels = _pad([np.r_[t, 2] for t in tgt], -100)                          # y_0 ... y_{n-1} <end>
-        tgt_index = _index([len(t) + 1 for t in tgt], T)
+        extra = bucket(T) - T if self.bucket else 0
+        tgt_ids = _pad([np.r_[1, t] for t in tgt], 0, extra)                    # <start> y_0 ... y_{n-1}
+        labels = _pad([np.r_[t, 2] for t in tgt], -100, extra)                   # y_0 ... y_{n-1} <end>
+        tgt_index = _index([len(t) + 1 for t in tgt], T + extra)
         if self.target == "tree":                                               # [B, T-1, K] -> [B, T, K]
-            tgt_pos = prepend_root(batch_positions([e.tgt for e in examples], self.tgt_order, self.max_depth)).with_plan()
+            tgt_pos = self._positions([e.tgt for e in examples], self.tgt_order, T + extra, root=True)
         else: tgt_pos = tgt_index
         return Batch(src_ids, src_pos, tgt_ids, tgt_pos, labels, src_index, tgt_index, kinds)
+
+    def _positions(self, trees:Sequence[Tree], order:str, width:int, root:bool=False) -> TreePositions:
+        "The trees' positions (after the root's, for decoder inputs), padded to `width` tokens, with their plan."
+        K = self.max_depth
+        if K is None and self.bucket: K = bucket(max(int(t.depth.max()) for t in trees))
+        pos = batch_positions(trees, order, K)
+        if root: pos = prepend_root(pos)
+        B, L, K = pos.paths.shape
+        if L < width:                                                           # more padding: depth -1, paths -1
+            pos = TreePositions(torch.cat([pos.paths, pos.paths.new_full((B, width - L, K), -1)], 1),
+                                torch.cat([pos.depth, pos.depth.new_full((B, width - L), -1)], 1), pos.trusted)
+        return pos.with_plan()
 
     @staticmethod
     def _linear(obj, ids, kind, order, i:int=0, what:str="src_ids", unit:str="ids"):

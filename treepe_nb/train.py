@@ -321,7 +321,10 @@ def train(cfg:TrainConfig, # the run's settings
                 f"the training split has {len(task.train)} examples, fewer than batch_size={cfg.batch_size}"
             )
         autocast = amp_context(cfg.amp, device)
-        step_loss = torch.compile(batch_loss) if cfg.compile else batch_loss   # traced once per padded shape
+        step_loss, collate = batch_loss, task.collate
+        if cfg.compile:                                # traced once per padded shape: lengths padded to sizes that repeat
+            step_loss, collate = torch.compile(batch_loss), replace(task.collate, bucket=True)
+            torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)   # one graph per bucket
 
         def checkpoint(name):
             save_checkpoint(out / name, model=model.state_dict(), optimizer=opt.state_dict(),
@@ -362,7 +365,7 @@ def train(cfg:TrainConfig, # the run's settings
                 e, k = divmod(step, per_epoch)
                 if e != epoch: sampler.set_epoch(e); order, epoch = list(sampler), e
                 t0 = time.perf_counter()
-                batch = task.collate([task.train[i] for i in order[k * per:(k + 1) * per]]).to(device)
+                batch = collate([task.train[i] for i in order[k * per:(k + 1) * per]]).to(device)
                 with autocast: loss, count, _ = step_loss(net, batch, cfg.label_smoothing)
                 total = _all_sum(count.detach().clone().float(), world)
                 opt.zero_grad(set_to_none=True)
