@@ -3,7 +3,7 @@ session that is lent a GPU (CI and the development machine have none). Results g
 `nbs/results/benchmarks/cuda/ape_cost.json`.
 
     python tools/cuda_ape_cost.py                     # on a CUDA machine
-    python tools/cuda_ape_cost.py --device cpu --repeat 1 --out /tmp/dry.json   # a dry run of the same code on the CPU
+    python tools/cuda_ape_cost.py --device cpu --repeat 1 --batch 4 --out /tmp/dry.json   # a dry run on the CPU
 
 At the APE paper's size (d_model 512, 8 heads, 2 + 2 layers, 64 tree-copy trees; `throughput._paper`), for `none`,
 `stack` and `ape-tree`, one training step (forward, backward, fused AdamW), best of `--repeat`:
@@ -55,10 +55,10 @@ def _syncs(step, device) -> int:
                and not (e.key.startswith("cudaMemcpy") and "Async" in e.key))
 
 
-def measure(pe, device, repeat):
+def measure(pe, device, repeat, trees=64):
     from torch.utils.flop_counter import FlopCounterMode
     from treepe_nb.train import batch_loss
-    task, model, batch = throughput._paper(pe)
+    task, model, batch = throughput._paper(pe, trees)
     model, batch = model.to(device), batch.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, **({"fused": True} if device.type == "cuda" else {}))
     def make(loss_fn, amp):
@@ -93,10 +93,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=64, help="trees per batch (64: the paper's; fewer for a dry run)")
     ap.add_argument("--out", type=Path, default=ROOT / "nbs/results/benchmarks/cuda/ape_cost.json")
     args = ap.parse_args(argv)
     device = torch.device(args.device)
-    rows = {pe: measure(pe, device, args.repeat) for pe in ENCODINGS}
+    rows = {pe: measure(pe, device, args.repeat, args.batch) for pe in ENCODINGS}
     for pe, r in rows.items():
         r["ratio_to_none_bf16"] = r["bf16_step_s"] / rows["none"]["bf16_step_s"]
         r["ratio_to_none_float32"] = r["float32_step_s"] / rows["none"]["float32_step_s"]

@@ -15,8 +15,8 @@ from .plans import Plan, rotation_layout, tree_plan
 from .sequence import frequencies
 
 # %% auto #0
-__all__ = ['LEVEL_WALK_ROWS', 'skew', 'skew_entries', 'orthogonal', 'rope_matrix', 'rope_to_ape', 'ape_to_rope', 'PositionMaps',
-           'OrthogonalPE', 'SequenceAPE', 'TreeAPE', 'DirectSumMaps', 'GridAPE']
+__all__ = ['skew', 'skew_entries', 'orthogonal', 'rope_matrix', 'rope_to_ape', 'ape_to_rope', 'PositionMaps', 'OrthogonalPE',
+           'SequenceAPE', 'TreeAPE', 'DirectSumMaps', 'GridAPE']
 
 # %% ../nbs/04_algebraic.ipynb #27a4452d
 def _work_dtype(dtype) -> torch.dtype:
@@ -158,7 +158,8 @@ def _rotate_chunks(Mc:Tensor, # [chunks, H, d, d]: the map of each chunk
     into, into_keep, back, back_keep = lay
     S, (*lead, H, L, d), C = len(xs), xs[0].shape, Mc.shape[0]
     c = len(into) // C
-    rows = torch.stack([x.transpose(-3, -2).reshape(-1, H, d) for x in xs], 1).to(Mc.dtype)   # [N, S, H, d]
+    rows = [x.transpose(-3, -2).reshape(-1, 1, H, d) for x in xs]                             # free for q: [B, L, H, d] underneath
+    rows = (torch.cat(rows, 1) if S > 1 else rows[0]).to(Mc.dtype)                             # [N, S, H, d]
     xc = _Rows.apply(rows, into, into_keep, back, back_keep)                                   # [C * c, S, H, d]
     xc = xc.view(C, c, S, H, d).permute(0, 3, 2, 1, 4).reshape(C, H, S * c, d)
     y = _Product.apply(xc, Mc.mT).view(C, H, S, c, d).permute(0, 3, 2, 1, 4).reshape(C * c, S, H, d)
@@ -470,7 +471,7 @@ def _tree_maps(G:Tensor, # [n, H, d, d] generators
               ) -> Tensor: # [U, H, d, d]: the product of the generators along each node's root path
     "Maps of all distinct nodes: by doubling where the shapes must not depend on the trie (traced) or few products repeat; else level by level."
     U, steps = plan.slot.shape[0], plan.jumps.shape[0]
-    if torch.compiler.is_compiling() or U * max(steps - 1, 0) <= LEVEL_WALK_ROWS or not plan.groups:
+    if torch.compiler.is_compiling() or U * max(steps - 1, 0) <= _LEVEL_WALK_ROWS or not plan.groups:
         d = G.shape[-1]
         with _exact(G):
             P = torch.cat([torch.eye(d, dtype=G.dtype, device=G.device).expand(1, *G.shape[1:]), G]).index_select(0, plan.slot)
@@ -478,7 +479,7 @@ def _tree_maps(G:Tensor, # [n, H, d, d] generators
         return P
     return _LevelProducts.apply(G, plan.parent, plan.groups, U)
 
-LEVEL_WALK_ROWS = 1024   # doubling repeats U * (steps - 1) products; above this many, the level walk is cheaper on a CPU
+_LEVEL_WALK_ROWS = 1024   # doubling repeats U * (steps - 1) products; above this many, the level walk is cheaper on a CPU
 
 class TreeAPE(OrthogonalPE):
     "Algebraic PE of trees: one orthogonal generator per branch and head; a node's map is the product along its root path."
