@@ -111,18 +111,6 @@ def ape_to_rope(W:Tensor, # `[..., dim, dim]` rotations (e.g. learned APE genera
             torch.stack([p for _, p in out]).reshape(*lead, d, d).to(dt))
 
 # %% ../nbs/04_algebraic.ipynb #a929e95e
-class _Rows(torch.autograd.Function):
-    "Rows `src` of `x`, times `keep` (0 or 1 per row); where `keep` is 1 each row of `x` is taken once, at the slot `inv` names, so the backward is the inverse gather."
-    @staticmethod
-    def forward(ctx, x, src, keep, inv, inv_keep):
-        ctx.save_for_backward(src, keep, inv, inv_keep)
-        return x.index_select(0, src).mul_(keep.view(-1, *[1] * (x.ndim - 1)))
-
-    @staticmethod
-    def backward(ctx, g):
-        src, keep, inv, inv_keep = ctx.saved_tensors
-        return _Rows.apply(g.contiguous(), inv, inv_keep, src, keep), None, None, None, None
-
 class _Gather(torch.autograd.Function):
     "`x.index_select(0, idx)` whose backward adds the (made contiguous) gradient rows with `index_add_`: autograd's own scatter is several times slower on a transposed gradient."
     @staticmethod
@@ -150,21 +138,46 @@ class _Product(torch.autograd.Function):
         with _exact(g):
             return g @ b.mT if ctx.needs_input_grad[0] else None, a.mT @ g if ctx.needs_input_grad[1] else None
 
+class _ChunkRotate(torch.autograd.Function):
+    """Every token times its map, as one autograd node: tokens gathered into chunks that share a map (`into`), one
+    batched product, gathered back (`back`). Each real token sits in one kept slot, so the backward is the same two
+    gathers the other way round; empty slots and padding tokens are zeroed by the keeps where a gradient or an output
+    could pick them up."""
+    @staticmethod
+    def forward(ctx, Mc, into, into_keep, back, back_keep, *xs):   # Mc [C, H, d, d]; xs [*lead, H, L, d]
+        (*lead, H, L, d), C, S = xs[0].shape, Mc.shape[0], len(xs)
+        c = len(into) // C
+        rows = [x.transpose(-3, -2).reshape(-1, 1, H, d) for x in xs]     # free for q: [B, L, H, d] underneath
+        rows = (torch.cat(rows, 1) if S > 1 else rows[0]).to(Mc.dtype)   # [N, S, H, d]
+        xc = rows.index_select(0, into).view(C, c, S, H, d).permute(0, 3, 2, 1, 4).reshape(C, H, S * c, d)
+        with _exact(Mc): y = xc @ Mc.mT                                   # empty slots: garbage nothing reads
+        y = y.view(C, H, S, c, d).permute(0, 3, 2, 1, 4).reshape(C * c, S, H, d)
+        out = y.index_select(0, back).mul_(back_keep.view(-1, 1, 1, 1))  # padding tokens: 0
+        ctx.save_for_backward(Mc, xc, into, into_keep, back, back_keep)
+        ctx.shape, ctx.dtypes = (*lead, L, S, H, d), [x.dtype for x in xs]
+        return out.view(*lead, L, S, H, d)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        Mc, xc, into, into_keep, back, back_keep = ctx.saved_tensors
+        (*lead, L, S, H, d), C = ctx.shape, Mc.shape[0]
+        c = len(into) // C
+        gy = g.reshape(-1, S, H, d).index_select(0, into).mul_(into_keep.view(-1, 1, 1, 1))   # empty slots: 0
+        gy = gy.view(C, c, S, H, d).permute(0, 3, 2, 1, 4).reshape(C, H, S * c, d)
+        with _exact(g):
+            gM = gy.mT @ xc if ctx.needs_input_grad[0] else None          # dL/dM = dY^T X
+            gx = (gy @ Mc).view(C, H, S, c, d).permute(0, 3, 2, 1, 4).reshape(C * c, S, H, d)
+        gx = gx.index_select(0, back).mul_(back_keep.view(-1, 1, 1, 1))   # padding tokens: no gradient
+        gxs = [gx[:, s].reshape(*lead, L, H, d).transpose(-3, -2).to(t) for s, t in enumerate(ctx.dtypes)]
+        return gM, None, None, None, None, *gxs
+
 def _rotate_chunks(Mc:Tensor, # [chunks, H, d, d]: the map of each chunk
                    lay:tuple, # (into, into_keep, back, back_keep): `plans.rotation_layout`, keeps in Mc's dtype
                    xs:tuple, # tensors [*lead, H, L, d], tokens (*lead, L) in the layout's order
                   ) -> Tensor: # [len(xs), *lead, H, L, d] in Mc's dtype
-    "Every token times its map: tokens gathered into chunks that share a map, one batched product, gathered back."
-    into, into_keep, back, back_keep = lay
-    S, (*lead, H, L, d), C = len(xs), xs[0].shape, Mc.shape[0]
-    c = len(into) // C
-    rows = [x.transpose(-3, -2).reshape(-1, 1, H, d) for x in xs]                             # free for q: [B, L, H, d] underneath
-    rows = (torch.cat(rows, 1) if S > 1 else rows[0]).to(Mc.dtype)                             # [N, S, H, d]
-    xc = _Rows.apply(rows, into, into_keep, back, back_keep)                                   # [C * c, S, H, d]
-    xc = xc.view(C, c, S, H, d).permute(0, 3, 2, 1, 4).reshape(C, H, S * c, d)
-    y = _Product.apply(xc, Mc.mT).view(C, H, S, c, d).permute(0, 3, 2, 1, 4).reshape(C * c, S, H, d)
-    y = _Rows.apply(y, back, back_keep, into, into_keep)                                       # [N, S, H, d]
-    return y.view(*lead, L, S, H, d).movedim(-3, 0).transpose(-3, -2)
+    "Every token times its map (`_ChunkRotate`), the results stacked first."
+    return _ChunkRotate.apply(Mc, *lay, *xs).movedim(-3, 0).transpose(-3, -2)
 
 def _rotate_by_position(maps:Tensor, # [L, H, d, d]: token l takes map l
                         x:Tensor, # [*lead, H, L, d]
