@@ -22,6 +22,9 @@ from __future__ import annotations
 import argparse, datetime, json, os, platform, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import alternate                                              # the worker protocol, shared with tools/throughput.py
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "nbs/results/benchmarks/ape_cost.json"
 ENCODINGS = ("none", "stack", "ape-tree")
@@ -136,53 +139,27 @@ WORKERS = {"steps": work_steps, "cell": work_cell, "compile": work_compile}
 THIS_ONLY = ("compile",)
 
 
-def _run_worker(root: Path, name: str, args) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--cell-steps", str(args.cell_steps),
-           "--repeat", str(args.repeat)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
-    if done.returncode: sys.exit(f"worker {name} in {root} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def _git(*a) -> str:
     return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()
 
 
-def _checkout(commit: str, tmp: str) -> Path:
-    "The package of `commit`, extracted with `git archive` (so that editing this folder meanwhile changes nothing)."
-    dest = Path(tmp) / commit; dest.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "treepe_nb"], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
-
-
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--worker", choices=list(WORKERS), help=argparse.SUPPRESS)
     ap.add_argument("--sides", nargs="+", default=["88f0a80", "fda6bc9", "HEAD"], help="commits to measure")
-    ap.add_argument("--rounds", type=int, default=2, help="alternated rounds (one process per side each)")
-    ap.add_argument("--repeat", type=int, default=3, help="timed rounds inside a process (the best is kept)")
-    ap.add_argument("--cell-steps", type=int, default=1000, help="training steps of the chapter-10 cell")
-    ap.add_argument("--only", nargs="+", choices=list(WORKERS), help="run only these measurements")
-    ap.add_argument("--out", type=Path, default=OUT)
+    alternate.options(ap, WORKERS, WORKERS, OUT, repeat=3)
     args = ap.parse_args(argv)
-    if args.worker:
-        import torch
-        torch.set_num_threads(1)
-        print(json.dumps(WORKERS[args.worker](args)))
-        return {}
+    if alternate.as_worker(args, WORKERS): return {}
     record = json.loads(args.out.read_text()) if args.out.exists() and args.only else {}
     head = _git("rev-parse", "--short", "HEAD")                   # measured as committed: uncommitted changes are not
     if _git("status", "--porcelain", "treepe_nb"): print("note: uncommitted changes to treepe_nb are not measured", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
-        roots = {s: _checkout(s, tmp) for s in args.sides}
+        roots = {s: alternate.extract(s, Path(tmp) / s) for s in args.sides}   # as committed: edits meanwhile change nothing
         for name in args.only or list(WORKERS):
             sides = ["HEAD"] if name in THIS_ONLY else args.sides
             runs = {s: [] for s in sides}
             for r in range(args.rounds if name not in THIS_ONLY else 1):
                 for side in (sides if r % 2 == 0 else sides[::-1]):
-                    runs[side].append(_run_worker(roots[side], name, args))
+                    runs[side].append(alternate.run_worker(__file__, roots[side], name, args))
                     print(name, side, json.dumps({k: v for k, v in runs[side][-1].items() if k != "train_loss"})[:400],
                           file=sys.stderr, flush=True)
             record[name] = {"runs": {(head if s == "HEAD" else s): v for s, v in runs.items()},

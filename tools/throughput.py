@@ -26,6 +26,9 @@ from __future__ import annotations
 import argparse, datetime, json, os, platform, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import alternate                                              # the worker protocol, shared with tools/ape_cost.py
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "nbs/results/benchmarks/throughput/before_after.json"   # a subfolder: not one of `BENCHMARKS`
 CELL = ("table2b", "tree-rotate-dfs-ape-tree-s0")
@@ -225,21 +228,11 @@ AFTER_ONLY = ("floor", "cell_step_amp")
 
 # ---------------------------------------------------------------- orchestration
 def _run_worker(root: Path, name: str, args, fused: bool, amp: str = "off") -> dict:
-    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--cell-steps", str(args.cell_steps),
-           "--repeat", str(args.repeat), "--amp", amp] + (["--fused"] if fused else [])
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
-    if done.returncode: sys.exit(f"worker {name} in {root} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return alternate.run_worker(__file__, root, name, args, "--amp", amp, *(["--fused"] if fused else []))
 
 
 def _baseline(args, tmp: str) -> Path:
-    if args.baseline: return Path(args.baseline)
-    dest = Path(tmp) / "baseline"; dest.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline_commit, "treepe_nb"],
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
+    return Path(args.baseline) if args.baseline else alternate.extract(args.baseline_commit, Path(tmp) / "baseline")
 
 
 def _describe() -> str:
@@ -250,22 +243,13 @@ def _describe() -> str:
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--worker", choices=list(WORKERS), help=argparse.SUPPRESS)
     ap.add_argument("--fused", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--amp", default="off", help=argparse.SUPPRESS)
     ap.add_argument("--baseline", help="a folder holding the baseline's treepe_nb/ (default: --baseline-commit)")
     ap.add_argument("--baseline-commit", default="e3e3ef7", help="the commit measured as 'before'")
-    ap.add_argument("--rounds", type=int, default=2, help="alternated rounds (one process per side each)")
-    ap.add_argument("--repeat", type=int, default=2, help="timed repeats inside a process (the best is kept)")
-    ap.add_argument("--cell-steps", type=int, default=1000, help="training steps of the chapter-10 cell")
-    ap.add_argument("--only", nargs="+", choices=list(MEASUREMENTS), help="run only these measurements")
-    ap.add_argument("--out", type=Path, default=OUT)
+    alternate.options(ap, WORKERS, MEASUREMENTS, OUT, repeat=2)
     args = ap.parse_args(argv)
-    if args.worker:
-        import torch
-        torch.set_num_threads(1)
-        print(json.dumps(WORKERS[args.worker](args)))
-        return {}
+    if alternate.as_worker(args, WORKERS): return {}
     record = json.loads(args.out.read_text()) if args.out.exists() and args.only else {}
     with tempfile.TemporaryDirectory() as tmp:
         sides = {"before": _baseline(args, tmp), "after": ROOT}

@@ -217,9 +217,12 @@ class PositionMaps:
             if plan is None or tuple(plan.back.shape) != (math.prod(shape),):   # no plan, or positions broadcast over x
                 index = self.index.expand(shape).reshape(-1).cpu().numpy()
                 plan = Plan.pack(**rotation_layout(index)).to(self.maps.device)
-            keep = [k.to(self.maps.dtype) for k in (plan.into_keep, plan.back_keep)]
-            self._cache[shape] = (_Gather.apply(self.maps, plan.chunk_map),
-                                  (plan.into, keep[0], plan.back, keep[1]))
+            into, into_keep, chunk_map = plan.into, plan.into_keep, plan.chunk_map
+            if plan.chunks is not None and not torch.compiler.is_compiling():    # eager: skip the padding chunks
+                c = len(into) // len(chunk_map)
+                into, into_keep, chunk_map = into[:plan.chunks * c], into_keep[:plan.chunks * c], chunk_map[:plan.chunks]
+            keep = [k.to(self.maps.dtype) for k in (into_keep, plan.back_keep)]
+            self._cache[shape] = (_Gather.apply(self.maps, chunk_map), (into, keep[0], plan.back, keep[1]))
         return self._cache[shape]
 
     def rotate(self, *xs:Tensor # one or more tensors `[*batch, heads, length, dim]` (e.g. queries and keys)
