@@ -218,7 +218,7 @@ class PositionMaps:
                 index = self.index.expand(shape).reshape(-1).cpu().numpy()
                 plan = Plan.pack(**rotation_layout(index)).to(self.maps.device)
             into, into_keep, chunk_map = plan.into, plan.into_keep, plan.chunk_map
-            if plan.chunks is not None and not torch.compiler.is_compiling():    # eager: skip the padding chunks
+            if plan.chunks and not torch.compiler.is_compiling():                # eager: skip the padding chunks
                 c = len(into) // len(chunk_map)
                 into, into_keep, chunk_map = into[:plan.chunks * c], into_keep[:plan.chunks * c], chunk_map[:plan.chunks]
             keep = [k.to(self.maps.dtype) for k in (into_keep, plan.back_keep)]
