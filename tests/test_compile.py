@@ -68,3 +68,24 @@ def test_bucketed_batches_repeat_shapes_and_keep_the_loss(one_thread):
         torch.testing.assert_close(batch_loss(model, padded), batch_loss(model, plain))
         shapes.add(tuple(_shapes(padded)[:2]))
     assert len(shapes) < 20                                           # sizes repeat
+
+
+def test_planned_positions_are_checked_without_reading_the_device():
+    "A trusted batch with its plan: `check` and the ape-tree maps and rotation read no tensor value on the host (no sync)."
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from treepe_nb.algebraic import TreeAPE
+    from treepe_nb.trees import Tree, batch_positions
+    pos = batch_positions([Tree.from_sexpr("(a (b c) (d e f))").lcrs(), Tree.from_sexpr("(x y)")]).with_plan()
+    ape = TreeAPE(8, 2, num_heads=2)
+    x = torch.randn(2, 2, pos.shape[1], 8)
+    class Reads(TorchDispatchMode):
+        calls = []
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._local_scalar_dense.default: Reads.calls.append(func)
+            return func(*args, **(kwargs or {}))
+    with Reads():
+        pos.check(n=2, max_depth=8)
+        ape.rotate(x, pos).sum().backward()
+    assert Reads.calls == []
+    with Reads(): batch_positions([Tree.from_sexpr("(a b)")]).check(n=2)   # without a plan: read from the tensors
+    assert Reads.calls

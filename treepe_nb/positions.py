@@ -141,7 +141,8 @@ def check(self:TreePositions,
             i = first_index(bad)
             raise ValueError(f"{node(i[:-1])} has depth {int(d[i[:-1]])} but slot {int(paths[i])} at step {i[-1]} "
                              f"of its root path; entries past a node's depth must be -1")
-    deepest = int(d.max())
+    plan = self.plan if self.trusted and self.plan is not None else None    # its limits were read on the host
+    deepest = plan.deepest if plan is not None else int(d.max())
     if max_depth is not None and overflow == "raise" and deepest > max_depth:
         i = first_index(d > max_depth)
         raise ValueError(f"{node(i)} has depth {int(d[i])} > max_depth={max_depth}; raise max_depth, or pass "
@@ -151,7 +152,7 @@ def check(self:TreePositions,
         i = first_index(need > K)
         raise ValueError(f"{node(i)} has depth {int(d[i])} but its root path keeps only {K} steps (positions built "
                          f"with max_depth={K}, overflow='truncate'); build them with max_depth >= {int(need[i])}")
-    if n is not None and paths.numel() and int(paths.max()) >= n:
+    if n is not None and paths.numel() and (plan.largest_slot if plan is not None else int(paths.max())) >= n:
         i = first_index(paths >= n)
         raise ValueError(f"{node(i[:-1])} takes slot {int(paths[i])} at depth {i[-1] + 1}, but n={n} allows slots "
                          f"0..{n - 1}; binarize the trees with Tree.lcrs() (n=2) or raise n")
