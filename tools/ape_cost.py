@@ -1,6 +1,6 @@
 """ape-tree at the cost of `none` (issue 34): the training step of each encoding, its aten op count, the chapter-10
 cell end to end and `torch.compile`, measured on several checkouts in alternating fresh processes (one torch thread
-each, so that the machine's load hits all sides alike). Written to `nbs/results/benchmarks/ape_cost.json`, which
+each, so that the machine's load hits all sides alike). Written to `nbs/results/benchmarks/ape_cost/ape_cost.json`, which
 chapter 11 reads.
 
     python tools/ape_cost.py                                   # sides: 88f0a80, fda6bc9 (before the plans), HEAD
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import alternate                                              # the worker protocol, shared with tools/throughput.py
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "nbs/results/benchmarks/ape_cost.json"
+OUT = ROOT / "nbs/results/benchmarks/ape_cost/ape_cost.json"   # a subfolder: not one of `BENCHMARKS`
 ENCODINGS = ("none", "stack", "ape-tree")
 CELL_SETTINGS = {"task": {"name": "tree-rotate", "order": "dfs", "sizes": [1000, 100, 100], "seed": 0},
                  "model": {"pe": "ape-tree"}, "eval_every": 500, "patience": 0, "stop_when_perfect": False, "threads": 1}

@@ -486,8 +486,8 @@ def _tree_maps(G:Tensor, # [n, H, d, d] generators
                plan:Plan, # `plans.tree_plan`: slot, parent, jumps, groups
               ) -> Tensor: # [U, H, d, d]: the product of the generators along each node's root path
     "Maps of all distinct nodes: by doubling where the shapes must not depend on the trie (traced) or few products repeat; else level by level."
-    U, steps = plan.slot.shape[0], plan.jumps.shape[0]
-    if torch.compiler.is_compiling() or U * max(steps - 1, 0) <= _LEVEL_WALK_ROWS or not plan.groups:
+    (U,), steps, (_, H, d, _) = plan.slot.shape, plan.jumps.shape[0], G.shape
+    if torch.compiler.is_compiling() or U * max(steps - 1, 0) * H * d ** 3 <= _DOUBLING_WORK or not plan.groups:
         d = G.shape[-1]
         with _exact(G):
             P = torch.cat([torch.eye(d, dtype=G.dtype, device=G.device).expand(1, *G.shape[1:]), G]).index_select(0, plan.slot)
@@ -495,7 +495,7 @@ def _tree_maps(G:Tensor, # [n, H, d, d] generators
         return P
     return _LevelProducts.apply(G, plan.parent, plan.groups, U)
 
-_LEVEL_WALK_ROWS = 1024   # doubling repeats U * (steps - 1) products; above this many, the level walk is cheaper on a CPU
+_DOUBLING_WORK = 2 ** 23   # multiply-adds doubling does beyond the level walk (U (steps - 1) H d^3) that a CPU pays for its fewer operations
 
 class TreeAPE(OrthogonalPE):
     "Algebraic PE of trees: one orthogonal generator per branch and head; a node's map is the product along its root path."

@@ -337,7 +337,7 @@ def bench_tree_maps(batches:Sequence[int]=(1, 4, 16, 64, 256), # trees per batch
             naive = time_it(lambda: naive_tree_maps(G, paths), 1, warmup=0, device=dev)
             test = ape.maps(sub[:20]); ref = naive_tree_maps(G, paths[:20])
             if not torch.allclose(test, ref, atol=1e-4): raise AssertionError("the per-node maps and TreeAPE disagree")
-            distinct = len(ape.prepare(pos).maps)
+            distinct = int(ape.prepare(pos).index.max()) + 1    # nodes numbered 0.. (maps: padded to a repeating size)
         N = len(flat)
         rows.append(dict(series=series, x=x, nodes=N, distinct=distinct, shape=list(batch_shape),
                          prepare_s=prep["best"], prepare_median_s=prep["median"], maps_s=full["best"] if full else None,
