@@ -89,3 +89,15 @@ def test_planned_positions_are_checked_without_reading_the_device():
     assert Reads.calls == []
     with Reads(): batch_positions([Tree.from_sexpr("(a b)")]).check(n=2)   # without a plan: read from the tensors
     assert Reads.calls
+
+
+def test_batches_without_plans_give_the_same_loss(one_thread):
+    "`Collator(plans=False)` (what `train` uses when no encoding reads plans) skips the host work; ape-tree then plans itself."
+    import dataclasses
+    cfg = TrainConfig(TaskConfig("tree-rotate", order="dfs", sizes=(50, 2, 2), seed=0),
+                      ModelConfig(pe="ape-tree", d_model=16, num_heads=2, enc_layers=1, dec_layers=1), batch_size=8)
+    task, model = build(cfg)
+    examples = list(task.train)[:8]
+    plain = dataclasses.replace(task.collate, plans=False)(examples)
+    assert plain.src_pos.plan is None and plain.tgt_pos.plan is None
+    torch.testing.assert_close(batch_loss(model, plain), batch_loss(model, task.collate(examples)))

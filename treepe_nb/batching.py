@@ -185,6 +185,7 @@ class Collator:
     tgt_order: str = "dfs"       # linearisation (and generation order) of tree targets
     max_depth: int|None = None   # path width K of tree positions (default: the batch's deepest tree)
     bucket: bool = False         # pad lengths (and K) to `plans.bucket` sizes, so that shapes repeat (`torch.compile`)
+    plans: bool = True           # attach each tree side's `tree_plan` (only the algebraic tree encoding reads it)
 
     def __post_init__(self):
         if self.source not in ("sequence", "tree"):
@@ -238,7 +239,7 @@ class Collator:
         if L < width:                                                           # more padding: depth -1, paths -1
             pos = TreePositions(torch.cat([pos.paths, pos.paths.new_full((B, width - L, K), -1)], 1),
                                 torch.cat([pos.depth, pos.depth.new_full((B, width - L), -1)], 1), pos.trusted)
-        return pos.with_plan()
+        return pos.with_plan() if self.plans else pos
 
     @staticmethod
     def _linear(obj, ids, kind, order, i:int=0, what:str="src_ids", unit:str="ids"):

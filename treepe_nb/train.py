@@ -19,6 +19,7 @@ from torch.utils.data import DistributedSampler
 from tqdm.auto import tqdm
 
 from .attention import ENCODINGS
+from .algebraic import TreeAPE
 from .model import ModelConfig, Transformer, check_number, exact_match
 from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
 from .batching import Batch
@@ -321,9 +322,10 @@ def train(cfg:TrainConfig, # the run's settings
                 f"the training split has {len(task.train)} examples, fewer than batch_size={cfg.batch_size}"
             )
         autocast = amp_context(cfg.amp, device)
-        step_loss, collate = batch_loss, task.collate
+        plans = any(isinstance(m, TreeAPE) for m in model.modules())    # host work only the algebraic tree encoding reads
+        step_loss, collate = batch_loss, replace(task.collate, plans=plans)
         if cfg.compile:                                # traced once per padded shape: lengths padded to sizes that repeat
-            step_loss, collate = torch.compile(batch_loss), replace(task.collate, bucket=True)
+            step_loss, collate = torch.compile(batch_loss), replace(collate, bucket=True)
             torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)   # one graph per bucket
 
         def checkpoint(name):
