@@ -4,7 +4,7 @@ recursion limit. `pytest --slow` runs a ten times larger oracle."""
 import numpy as np
 import pytest
 
-from treepe_nb.for2lam import (KINDS, VARIABLES, for2lam_pairs, for_source, for_to_lambda, lambda_source, random_for,
+from treepe_nb.for2lam import (KINDS, VARIABLES, chen_translation, for2lam_pairs, for_source, for_to_lambda, lambda_source, random_for,
                                run_for, run_lambda)
 from treepe_nb.trees import Tree
 
@@ -25,14 +25,14 @@ def disagreements(pairs, rng, inputs=5):
 
 @pytest.mark.parametrize("kind", ["short", "long"])
 def test_oracle(kind):
-    pairs = for2lam_pairs(np.random.default_rng(11), 400, kind)
+    pairs = for2lam_pairs(np.random.default_rng(11), 400, kind, translation="cps")
     assert disagreements(pairs, np.random.default_rng(12)) == []
 
 
 @pytest.mark.parametrize("kind", ["short", "long"])
 def test_oracle_large(request, kind):
     if not request.config.getoption("--slow"): pytest.skip("the large oracle runs with --slow")
-    pairs = for2lam_pairs(np.random.default_rng(21), 5000, kind)
+    pairs = for2lam_pairs(np.random.default_rng(21), 5000, kind, translation="cps")
     assert disagreements(pairs, np.random.default_rng(22), inputs=8) == []
 
 
@@ -65,7 +65,7 @@ def test_run_for_agrees_with_python():
 
 def test_oracle_can_fail():
     "A translation broken in one place (first < or > flipped) is exposed on most programs."
-    pairs, caught, total = for2lam_pairs(np.random.default_rng(5), 200, "short"), 0, 0
+    pairs, caught, total = for2lam_pairs(np.random.default_rng(5), 200, "short", translation="cps"), 0, 0
     for source, target in pairs:
         labels = list(target.labels)
         flip = next((i for i, l in enumerate(labels) if l in ("<", ">")), None)
@@ -80,16 +80,17 @@ def test_seeded_and_sized():
     a = for2lam_pairs(np.random.default_rng(1), 50, "long")
     assert a == for2lam_pairs(np.random.default_rng(1), 50, "long")
     assert a != for2lam_pairs(np.random.default_rng(2), 50, "long")
-    short = for2lam_pairs(np.random.default_rng(1), 200, "short")
+    short = for2lam_pairs(np.random.default_rng(1), 200, "short", translation="cps")
     assert np.mean([len(s) for s, _ in a]) > 2 * np.mean([len(s) for s, _ in short])
     assert all(t == for_to_lambda(s) for s, t in short)
+    assert all(t == chen_translation(s) for s, t in for2lam_pairs(np.random.default_rng(1), 200, "short"))
     assert set(KINDS) == {"short", "long"}
 
 
 def test_generated_programs_terminate_quickly():
     "Loops count between constants (at most 9 steps) and nest at most twice: a small step budget suffices."
     rng = np.random.default_rng(8)
-    for source, target in for2lam_pairs(rng, 200, "long"):
+    for source, target in for2lam_pairs(rng, 200, "long", translation="cps"):
         values = random_inputs(rng)
         assert run_for(source, values, max_steps=50_000) == run_lambda(target, values, max_steps=50_000)
 
@@ -124,10 +125,12 @@ def sources(split):
 def test_task_is_registered_binary_and_lcrs(kind):
     assert f"for2lam-{kind}" in TASKS
     task = make_task(f"for2lam-{kind}", sizes=(40, 10, 10), order="bfs")
+    cps = make_task(f"for2lam-{kind}", sizes=(40, 10, 10), order="bfs", translation="cps")
+    assert all(e.tgt.unlcrs() == for_to_lambda(e.src.unlcrs()) for e in cps.train)
     assert (task.source, task.target, task.n, task.src_order, task.tgt_order) == ("tree", "tree", 2, "dfs", "bfs")
     for e in task.train:
         assert int(e.src.slot.max()) <= 1 and int(e.tgt.slot.max()) <= 1
-        assert e.tgt.unlcrs() == for_to_lambda(e.src.unlcrs())          # the target is the source's translation
+        assert e.tgt.unlcrs() == chen_translation(e.src.unlcrs())       # the target is the source's translation
         assert np.array_equal(e.tgt_ids, task.tgt_vocab.encode(e.tgt).numpy())
 
 
@@ -145,7 +148,7 @@ def test_splits_are_disjoint_and_the_removed_are_counted():
 def test_too_small_a_program_space_is_a_clear_error(monkeypatch):
     import treepe_nb.for2lam as f2l
     one = Tree.from_sexpr("(seq (assign x 1) (assign y x))")
-    monkeypatch.setattr(f2l, "for2lam_pairs", lambda rng, count, *args: [(one, for_to_lambda(one))] * count)
+    monkeypatch.setattr(f2l, "for2lam_pairs", lambda rng, count, *args, **kw: [(one, for_to_lambda(one))] * count)
     with pytest.raises(ValueError, match="the dev split has only 0 programs unseen in earlier splits after 100 draws"):
         make_task("for2lam-short", sizes=(3, 3, 3))
 
@@ -160,7 +163,9 @@ def test_task_is_deterministic_per_seed():
 
 def test_vocabularies_cover_the_grammar_and_check_their_arguments():
     src, tgt = for2lam_vocabularies("long")
-    assert len(src) == 4 + 4 + 5 + 3 + 10 and len(tgt) == 3 + 4 * (5 + 5 + 3 + 10 + 20)
+    assert len(src) == 4 + 4 + 5 + 3 + 10 and len(tgt) == 3 + 4 * (5 + 5 + 3 + 10 + 2)     # chen: functions f, blank _
+    assert len(for2lam_vocabularies("long", translation="cps")[1]) == 3 + 4 * (5 + 5 + 3 + 10 + 20)   # f0 ... f19
+    with pytest.raises(ValueError, match="translation must be one of"): for2lam_vocabularies("long", translation="x")
     with pytest.raises(ValueError, match="kind must be one of"): for2lam_builder("medium")
     with pytest.raises(ValueError, match="kind must be one of"): for2lam_vocabularies("medium")
     with pytest.raises(ValueError, match="has no setting 'depth_mean'"): TaskConfig("for2lam-short", options={"depth_mean": 3})

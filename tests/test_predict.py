@@ -60,6 +60,8 @@ def test_early_stopping_and_patience(tmp_path):
     assert s["step"] == 15 and "patience=2" in s["stopped_early"]
     s = train(TrainConfig(**base, patience=0, stop_when_perfect=False, out=str(tmp_path / "q")), progress=False)
     assert s["step"] == 40 and s["stopped_early"] is None
+    s = train(TrainConfig(**base, patience=2, min_steps=30, out=str(tmp_path / "m")), progress=False)   # a floor
+    assert s["step"] == 30 and "patience=2" in s["stopped_early"]
 
 
 def test_progress_lines_without_terminal(tmp_path, capsys):

@@ -257,7 +257,8 @@ FINGERPRINTS = {    # recorded once (numpy 2, x86-64 Linux); a change means the 
     "seq-copy": "003a469a0f963df4", "seq-reverse": "6b3f24cb6109b516", "seq-repeat": "828496255e50ea9c",
     "tree-copy": "e7fed69051c33233", "tree-rotate": "294df210efef4365", "tree-c3": "aedc028d801e0dc5",
     "tree-ops": "0ca18da92d39e1ce", "yaml-keys": "f122f9ae2327dc9b",   # yaml-keys: source-disjoint splits since #28
-    "for2lam-short": "98bfea633bc313db", "for2lam-long": "577fdd3b944c5abf"}
+    "for2lam-short": "98bfea633bc313db", "for2lam-long": "577fdd3b944c5abf",              # translation="cps"
+    "for2lam-short chen": "7a95353c16af3643", "for2lam-long chen": "b53d138e3262eb88"}    # the default since #35
 
 
 @pytest.mark.parametrize("name", ["seq-copy", "seq-reverse", "seq-repeat", "tree-copy", "tree-rotate", "tree-c3", "tree-ops"])
@@ -268,7 +269,8 @@ def test_data_fingerprint_is_stable(name):
 
 @pytest.mark.parametrize("name", ["for2lam-short", "for2lam-long"])
 def test_for2lam_fingerprint_is_stable(name):
-    assert _fingerprint(make_task(name, seed=7, sizes=(20, 5, 5))) == FINGERPRINTS[name]
+    assert _fingerprint(make_task(name, seed=7, sizes=(20, 5, 5), translation="cps")) == FINGERPRINTS[name]
+    assert _fingerprint(make_task(name, seed=7, sizes=(20, 5, 5))) == FINGERPRINTS[name + " chen"]
 
 
 def test_yaml_keys_fingerprint_is_stable():

@@ -80,6 +80,7 @@ class TrainConfig:
     out: str = "runs/default"        # the run folder: config, metrics, checkpoints
     best_metric: str = "exact_match" # dev metric that picks best.pt: exact_match, token_accuracy or perplexity
     patience: int = 4                # stop after this many evaluations without a better best_metric (0: never)
+    min_steps: int = 0               # patience stops a run only from this step on (a plateau rule with a floor)
     stop_when_perfect: bool = True   # stop at the first evaluation whose dev exact match is 1.0
     imports: tuple[str, ...] = ()    # your modules, imported first (the tasks and encodings they register; `import_modules`)
     tensorboard: bool = False        # also write the curves for TensorBoard into the run's tensorboard/ folder
@@ -94,7 +95,7 @@ class TrainConfig:
         if not isinstance(self.model, ModelConfig): raise TypeError(f"model must be a ModelConfig, got {self.model!r}")
         for name in ("steps", "batch_size"): check_number(self, name, int, 1)
         check_number(self, "max_output_nodes", int, 1, 1_000_000)   # decoding tables and tracker states scale with it
-        for name in ("warmup", "eval_every", "eval_examples", "checkpoint_every", "patience"): check_number(self, name, int, 0)
+        for name in ("warmup", "eval_every", "eval_examples", "checkpoint_every", "patience", "min_steps"): check_number(self, name, int, 0)
         check_number(self, "lr", float, 0, low_open=True)
         for name in ("weight_decay", "clip"): check_number(self, name, float, 0)
         check_number(self, "label_smoothing", float, 0, 1, high_open=True)
@@ -194,7 +195,7 @@ def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the 
 
 # %% ../nbs/08f_config.ipynb #ad2b4a42
 RESUMABLE_CHANGES = ("steps", "eval_every", "eval_examples", "checkpoint_every", "device", "amp", "threads", "out",
-                     "patience", "stop_when_perfect", "tensorboard", "compile")
+                     "patience", "min_steps", "stop_when_perfect", "tensorboard", "compile")
 
 def _flat_settings(cfg:TrainConfig) -> dict:
     "Every setting as `section.field: value` (the task's and the model's prefixed)."

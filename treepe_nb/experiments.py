@@ -25,9 +25,10 @@ from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap
                                  rank_agreement, pooled_agreement, verdict_row, write_verdicts, verdicts_table)
 
 # %% auto #0
-__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A',
-           'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics', 'record_data', 'run_cell', 'add_analysis',
-           'trace_record', 'run_grid', 'load_results', 'experiments_cli', 'summarise', 'compare']
+__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'GRIDS', 'METRICS', 'TREE_TASKS',
+           'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics',
+           'record_data', 'run_cell', 'add_analysis', 'trace_record', 'run_grid', 'load_results', 'experiments_cli',
+           'summarise', 'compare']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -35,6 +36,10 @@ APE_DECAY = 0.98   # Kogkalidis et al. (2024, §4): with APE, the score of token
 FAITHFUL = {"model.activation": "relu", "model.tie_embeddings": True, "best_metric": "perplexity",
             "model.max_distance": 32,         # Shaw's clipping at about the largest training tree or word
             "task.sizes": (1000, 100, 500)}   # their App. B.2 and Table 3; the feed-forward widths follow d_model
+FOR2LAM_METHODS = (("sinusoidal", "sinusoidal", ("dfs",)), "stack", ("ape-tree", "ape-tree", ("dfs",)))  # chapter 10a's
+SQ_PLATEAU = {  # Shiv & Quirk's experiments: their dropout and clipping, and training to a plateau of dev perplexity
+    "model.dropout": 0.1, "clip": 10.0, "best_metric": "perplexity", "eval_every": 250, "patience": 4,
+    "eval_examples": 20, "max_output_nodes": 400, "task.sizes": (100_000, 200, 1000)}   # their 100,000 training programs
 GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encodings, settings of every cell)
     # an encoding: one name for both sides, a (source, target) pair, or (source, target, orders) for fewer orders;
     # settings: `faithful` (the APE paper's model and selection, see `grid_configs`), `variants` (name: settings)
@@ -51,10 +56,14 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
                       {"faithful": True, "task.sizes": (4000, 200, 200), "task.options": {"max_example_nodes": 64}}),
     "yaml-keys": (("yaml-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "ape-tree"),
                   {"faithful": True, "task.sizes": (1000, 100, 100)}),
-    "for2lam": ({"for2lam-short": {"steps": 600, "task.sizes": (6000, 100, 500)},
+    "for2lam": ({"for2lam-short": {"steps": 600, "task.sizes": (6000, 100, 500)},     # one epoch, our translation
                  "for2lam-long": {"steps": 150, "warmup": 30, "task.sizes": (4800, 50, 100)}}, ("dfs", "bfs"),
-                (("sinusoidal", "sinusoidal", ("dfs",)), "stack", ("ape-tree", "ape-tree", ("dfs",))),
-                {"eval_every": 0, "eval_examples": 20, "max_output_nodes": 400}),
+                FOR2LAM_METHODS, {"eval_every": 0, "eval_examples": 20, "max_output_nodes": 400,
+                                  "task.options": {"translation": "cps"}}),
+    "sq-for2lam-short": ({"for2lam-short": {"steps": 3000, "min_steps": 1000}}, ("dfs", "bfs"), FOR2LAM_METHODS,
+                         {**SQ_PLATEAU, "variants": {t: {"task.options": {"translation": t}} for t in ("chen", "cps")}}),
+    "sq-for2lam-long": ({"for2lam-long": {"steps": 8000, "min_steps": 3000}}, ("dfs", "bfs"), FOR2LAM_METHODS,
+                        {**SQ_PLATEAU, "variants": {"chen": {"task.options": {"translation": "chen"}}}}),
 }
 
 def nest_settings(settings:dict # `section.field` or bare field names: a `TrainConfig` field, else a model or task field

@@ -198,9 +198,9 @@ def _stopped_early(out:Path, ck:dict, cfg:TrainConfig) -> dict|None:
     except (OSError, ValueError): return None
     if not isinstance(s, dict) or not s.get("stopped_early") or s.get("step") != ck["step"]: return None
     stored = ck["config"] if isinstance(ck.get("config"), dict) else {}
-    if (stored.get("patience"), stored.get("stop_when_perfect")) != (cfg.patience, cfg.stop_when_perfect): return None
+    if (stored.get("patience"), stored.get("min_steps", 0), stored.get("stop_when_perfect")) != (cfg.patience, cfg.min_steps, cfg.stop_when_perfect): return None
     print(f"{out} stopped early at step {ck['step']} ({s['stopped_early']}): there is nothing to resume; to train on, "
-          f"change patience or stop_when_perfect (--patience, --no-stop-when-perfect)", file=sys.stderr)
+          f"change patience, min_steps or stop_when_perfect (--patience, --min-steps, --no-stop-when-perfect)", file=sys.stderr)
     return s
 
 def _start_line(task:Task, model:nn.Module, cfg:TrainConfig) -> str:
@@ -346,7 +346,7 @@ def train(cfg:TrainConfig, # the run's settings
                     checkpoint("best.pt")
                 else: since_best += 1
                 if cfg.stop_when_perfect and m["exact_match"] == 1.0: early = "dev exact match 1.0 (stop_when_perfect)"
-                elif cfg.patience and since_best >= cfg.patience:
+                elif cfg.patience and since_best >= cfg.patience and step >= cfg.min_steps:
                     early = f"no better dev {cfg.best_metric} in {since_best} evaluations (patience={cfg.patience})"
                 checkpoint("last.pt")
                 em = "none decoded" if m["exact_match"] is None else f"{m['exact_match']:.3f}"
