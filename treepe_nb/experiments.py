@@ -25,8 +25,8 @@ from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap
                                  rank_agreement, pooled_agreement, verdict_row, write_verdicts, verdicts_table)
 
 # %% auto #0
-__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'GRIDS', 'METRICS', 'TREE_TASKS',
-           'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics',
+__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'sq_options', 'GRIDS', 'METRICS',
+           'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics',
            'record_data', 'run_cell', 'add_analysis', 'trace_record', 'run_grid', 'load_results', 'experiments_cli',
            'summarise', 'compare']
 
@@ -40,6 +40,7 @@ FOR2LAM_METHODS = (("sinusoidal", "sinusoidal", ("dfs",)), "stack", ("ape-tree",
 SQ_PLATEAU = {  # Shiv & Quirk's experiments: their dropout and clipping, and training to a plateau of dev perplexity
     "model.dropout": 0.1, "clip": 10.0, "best_metric": "perplexity", "eval_every": 250, "patience": 4,
     "eval_examples": 20, "max_output_nodes": 400, "task.sizes": (100_000, 200, 1000)}   # their 100,000 training programs
+sq_options = lambda translation: {"translation": translation, "max_size": 200_000_000}  # 100,000 long programs: ~23M nodes
 GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encodings, settings of every cell)
     # an encoding: one name for both sides, a (source, target) pair, or (source, target, orders) for fewer orders;
     # settings: `faithful` (the APE paper's model and selection, see `grid_configs`), `variants` (name: settings)
@@ -61,9 +62,9 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
                 FOR2LAM_METHODS, {"eval_every": 0, "eval_examples": 20, "max_output_nodes": 400,
                                   "task.options": {"translation": "cps"}}),
     "sq-for2lam-short": ({"for2lam-short": {"steps": 3000, "min_steps": 1000}}, ("dfs", "bfs"), FOR2LAM_METHODS,
-                         {**SQ_PLATEAU, "variants": {t: {"task.options": {"translation": t}} for t in ("chen", "cps")}}),
+                         {**SQ_PLATEAU, "variants": {t: {"task.options": sq_options(t)} for t in ("chen", "cps")}}),
     "sq-for2lam-long": ({"for2lam-long": {"steps": 8000, "min_steps": 3000}}, ("dfs", "bfs"), FOR2LAM_METHODS,
-                        {**SQ_PLATEAU, "variants": {"chen": {"task.options": {"translation": "chen"}}}}),
+                        {**SQ_PLATEAU, "variants": {"chen": {"task.options": sq_options("chen")}}}),
 }
 
 def nest_settings(settings:dict # `section.field` or bare field names: a `TrainConfig` field, else a model or task field
