@@ -25,6 +25,7 @@ from .corpora import (YAML_SAMPLE, docstring_functions, docstring_tokens, yaml_c
                                yaml_keys_task, YAML_TARGETS, NODE_KINDS, yaml_key_nodes,
                                yaml_targets, yaml_example)
 from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder
+from .semparse import DATASETS as SEMPARSE_DATASETS, semparse_builder
 
 # %% auto #0
 __all__ = ['TASKS', 'PRESETS', 'SIDE_FORMATS', 'register_task', 'task_settings', 'TaskConfig', 'TaskSpec', 'Task', 'make_task',
@@ -478,3 +479,6 @@ register_task("pairs", pairs_task, replace=True, files=("data", "dev", "test"))
 
 # %% ../nbs/08c_tasks.ipynb #3417357c
 for _kind in FOR2LAM_KINDS: register_task(f"for2lam-{_kind}", for2lam_builder(_kind), replace=True)
+
+# %% ../nbs/08c_tasks.ipynb #15376cd7
+for _name in SEMPARSE_DATASETS: register_task(_name, semparse_builder(_name), replace=True, files=("data",))
