@@ -25,10 +25,10 @@ from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap
                                  rank_agreement, pooled_agreement, verdict_row, write_verdicts, verdicts_table)
 
 # %% auto #0
-__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'sq_options', 'GRIDS', 'METRICS',
-           'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics',
-           'record_data', 'run_cell', 'add_analysis', 'trace_record', 'run_grid', 'load_results', 'experiments_cli',
-           'summarise', 'compare']
+__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'sq_options', 'SQ_SEMPARSE', 'GRIDS',
+           'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings', 'grid_configs', 'tree_f1',
+           'test_metrics', 'record_data', 'run_cell', 'add_analysis', 'trace_record', 'run_grid', 'load_results',
+           'experiments_cli', 'summarise', 'compare']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -41,6 +41,10 @@ SQ_PLATEAU = {  # Shiv & Quirk's experiments: their dropout and clipping, and tr
     "model.dropout": 0.1, "clip": 10.0, "best_metric": "perplexity", "eval_every": 250, "patience": 4,
     "eval_examples": 20, "max_output_nodes": 400, "task.sizes": (100_000, 200, 1000)}   # their 100,000 training programs
 sq_options = lambda translation: {"translation": translation, "max_size": 200_000_000}  # 100,000 long programs: ~23M nodes
+SQ_SEMPARSE = {  # Shiv & Quirk's semantic parsing (their §5.2: 4 + 4 layers, d_model 256, d_ff 1024) at half their width
+    "model.d_model": 128, "model.num_heads": 8, "model.enc_layers": 4, "model.dec_layers": 4, "model.d_ff": 512,
+    "model.dropout": 0.1, "clip": 10.0, "lr": 1e-3, "warmup": 200, "best_metric": "exact_match", "eval_every": 250,
+    "eval_examples": 0, "patience": 4, "task.sizes": (10**6,) * 3}   # every example of the standard splits
 GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encodings, settings of every cell)
     # an encoding: one name for both sides, a (source, target) pair, or (source, target, orders) for fewer orders;
     # settings: `faithful` (the APE paper's model and selection, see `grid_configs`), `variants` (name: settings)
@@ -65,6 +69,8 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
                          {**SQ_PLATEAU, "variants": {t: {"task.options": sq_options(t)} for t in ("chen", "cps")}}),
     "sq-for2lam-long": ({"for2lam-long": {"steps": 8000, "min_steps": 3000}}, ("dfs", "bfs"), FOR2LAM_METHODS,
                         {**SQ_PLATEAU, "variants": {"chen": {"task.options": sq_options("chen")}}}),
+    "semparse": ({"geo": {"steps": 2000}, "atis": {"steps": 4000}}, ("dfs",),
+                 (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree")), SQ_SEMPARSE),
 }
 
 def nest_settings(settings:dict # `section.field` or bare field names: a `TrainConfig` field, else a model or task field
