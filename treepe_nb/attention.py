@@ -140,6 +140,8 @@ register_encoding("stack", "absolute", ("tree",), term=lambda m, p, kinds: m(p.t
                   build=lambda s: TreePositionalEncoding(s.d_model, n=s.n, max_depth=s.max_depth))
 register_encoding("additive", "absolute", ("tree",), term=_additive_term,
                   build=lambda s: AdditiveTreePE(s.d_model, s.max_depth, s.max_sibling, s.num_kinds))
+register_encoding("additive-sin", "absolute", ("tree",), term=_additive_term,     # the note's proposal: sinusoidal depth rows
+                  build=lambda s: AdditiveTreePE(s.d_model, s.max_depth, s.max_sibling, s.num_kinds, depth_init="sinusoidal"))
 register_encoding("rotary", "rotation", ("sequence", "tree"), maps=lambda m, p: _RotaryMaps(p.index))
 register_encoding("ape-seq", "rotation", ("sequence", "tree"), build=lambda s: SequenceAPE(s.head_dim, s.num_heads),
                   maps=lambda m, p: m.prepare(p.index) if p.offset is None else m.prepare_range(p.index.shape[-1], p.offset))

@@ -18,9 +18,10 @@ from .tracking import ArityVocab, child_patterns
 from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
-__all__ = ['YAML_SAMPLE', 'YAML_SOURCES', 'YAML_TARGETS', 'NODE_KINDS', 'docstring_tokens', 'docstring_functions',
-           'ast_leaf_classes', 'yaml_trees', 'fetch_yaml_corpus', 'yaml_corpus', 'sample_yaml_corpus',
-           'docstring2ast_task', 'yaml_key_nodes', 'yaml_targets', 'yaml_example', 'yaml_keys_task']
+__all__ = ['YAML_SAMPLE', 'K8S_CORPUS', 'YAML_SOURCES', 'YAML_TARGETS', 'NODE_KINDS', 'SPLIT_BY', 'docstring_tokens',
+           'docstring_functions', 'ast_leaf_classes', 'yaml_trees', 'fetch_yaml_corpus', 'yaml_corpus',
+           'sample_yaml_corpus', 'docstring2ast_task', 'yaml_key_nodes', 'yaml_targets', 'yaml_example',
+           'yaml_keys_task', 'k8s_keys_task']
 
 # %% ../nbs/08b_corpora.ipynb #5e8e36c7
 _AST_TYPES = {k for k, v in vars(ast).items() if isinstance(v, type) and issubclass(v, ast.AST)}
@@ -127,6 +128,7 @@ def yaml_trees(text:str|bytes, # a YAML stream
 
 # %% ../nbs/08b_corpora.ipynb #0f4ceaef
 YAML_SAMPLE = Path(str(resources.files("treepe_nb"))) / "data" / "yaml"   # the sample shipped with the package
+K8S_CORPUS = Path(str(resources.files("treepe_nb"))) / "data" / "k8s_corpus"   # real Kubernetes manifests, shipped too
 
 # %% ../nbs/08b_corpora.ipynb #b8254471
 YAML_SOURCES = {                   # name: (pip requirement, extra pip arguments, licence, regex the kept paths match)
@@ -317,6 +319,34 @@ def yaml_example(t:Tree, # a document from `yaml_trees`
     return Example(t, None, ids, labels, kinds=seen, meta=dict(meta or {}, resource_kind=_resource_kind(t)))
 
 # %% ../nbs/08b_corpora.ipynb #327904f1
+SPLIT_BY = ("file", "structure")
+
+def _key_structure(d) -> frozenset:
+    "A document's keys as the set of their key paths (`spec/template/spec/containers/#/name`): what masked-key prediction sees of it."
+    t, kinds, par = d["tree"], d["kinds"], d["tree"].parent.tolist()
+    keyish = np.isin(kinds, (int(NodeKind.KEY), int(NodeKind.LIST_KEY)))
+    out = set()
+    for i in np.flatnonzero(keyish).tolist():
+        path, j = [], i
+        while j > 0: path.append(str(t.labels[j]) if keyish[j] else "#"); j = par[j]
+        out.add("/".join(reversed(path)))
+    return frozenset(out)
+
+def _split_units(docs, split_by:str) -> dict:
+    "File -> the name its split is drawn from: the file itself, or the first file of its group of files that share a key structure."
+    if split_by == "file": return {d["file"]: d["file"] for d in docs}
+    owner, parent = {}, {}                               # union-find over files: documents of one key structure join their files
+    def find(f):
+        while parent.setdefault(f, f) != f: parent[f] = parent[parent[f]]; f = parent[f]
+        return f
+    for d in docs:
+        s = _key_structure(d)
+        if s in owner: parent[find(d["file"])] = find(owner[s])
+        else: owner[s] = d["file"]
+    groups = {}
+    for f in sorted({d["file"] for d in docs}): groups.setdefault(find(f), []).append(f)
+    return {f: fs[0] for fs in groups.values() for f in fs}
+
 def _doc_key(d) -> tuple:
     "A document as the model reads it (labels, shape, node kinds): equal keys, identical inputs."
     return content_key(d["tree"]), tuple(d["kinds"].tolist())
@@ -328,8 +358,10 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
                    min_count:int=2, # tokens and targets seen fewer times in train map to `<unk>`
                    max_example_nodes:int=512, # documents with more nodes are left out
                    node_kinds:str="unmasked", # what the node kinds show (`yaml_example`)
+                   split_by:str="file", # "file": one file, one split; "structure": also one key structure, one split
                   ) -> dict: # the splits, vocabularies and facts of the task (see `tasks.register_task`)
-    "The builder of `yaml-keys` (chapter 8c describes the task): masked keys of YAML documents, split by file."
+    "The builder of `yaml-keys` (chapter 8c describes the task): masked keys of YAML documents, split by file (or structure)."
+    if split_by not in SPLIT_BY: raise ValueError(f"split_by must be one of {SPLIT_BY}, got {split_by!r}")
     if target not in YAML_TARGETS: raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
     if node_kinds not in NODE_KINDS: raise ValueError(f"node_kinds must be 'unmasked' or 'none', got {node_kinds!r}")
     root = Path(corpus) if corpus is not None else YAML_SAMPLE
@@ -338,10 +370,11 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
             f"no YAML corpus at {root}; pass corpus=fetch_yaml_corpus() or a folder of YAML files"
         )
     docs, report = yaml_corpus(root, max_example_nodes)
+    units = _split_units(docs, split_by)
     frac = np.cumsum(sizes) / sum(sizes)
     rows = [[], [], []]
     for d in docs:                                                  # split by file: one file, one split
-        u = int.from_bytes(hashlib.sha256(d["file"].encode()).digest()[:8], "big") / 2 ** 64
+        u = int.from_bytes(hashlib.sha256(units[d["file"]].encode()).digest()[:8], "big") / 2 ** 64
         if yaml_key_nodes(d["kinds"]).any():
             rows[int(np.searchsorted(frac, u, side="right"))].append(d)
     if not rows[0]:
@@ -385,6 +418,20 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
                 src_order="dfs", tgt_order="dfs", src_format="yaml",
                 info=dict(report, corpus=str(root), target=target, mask_prob=mask_prob, min_count=min_count,
                           max_example_nodes=max_example_nodes, node_kinds=node_kinds, duplicates_removed=removed,
-                          with_resource_kind=dict(zip(("train", "dev", "test"), with_kind)),
-                          licence="Apache-2.0 and MIT-0 (see treepe_nb/data/yaml/NOTICE)"))
+                          split_by=split_by, with_resource_kind=dict(zip(("train", "dev", "test"), with_kind)),
+                          licence=_LICENCES.get(root.resolve(), f"that of the files in {root}")))
+
+_LICENCES = {YAML_SAMPLE.resolve(): "Apache-2.0 and MIT-0 (see treepe_nb/data/yaml/NOTICE)",
+             K8S_CORPUS.resolve(): "Apache-2.0 (see treepe_nb/data/k8s_corpus/README.md and its LICENSE files)"}
+
+def k8s_keys_task(seed, sizes, order, # as every task builder takes them (`tasks.register_task`)
+                  target:str="trigram", # "trigram" (`kind::parent::key`) or "bigram" (`parent::key`)
+                  mask_prob:float=0.15, # the share of keys masked (at least one per document)
+                  min_count:int=2, # tokens and targets seen fewer times in train map to `<unk>`
+                  max_example_nodes:int=512, # documents with more nodes are left out
+                  node_kinds:str="unmasked", # what the node kinds show (`yaml_example`)
+                  split_by:str="structure", # documents of one key structure in one split: no test document's keys are all seen
+                 ) -> dict: # the splits, vocabularies and facts of the task (see `tasks.register_task`)
+    "The builder of `k8s-keys`: `yaml-keys` on the real Kubernetes manifests of `K8S_CORPUS` (chapter 10c)."
+    return yaml_keys_task(seed, sizes, order, K8S_CORPUS, target, mask_prob, min_count, max_example_nodes, node_kinds, split_by)
 

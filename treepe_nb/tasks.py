@@ -22,7 +22,7 @@ from .generators import (MAX_NODES, OPS_BASE, SEQ_TARGETS, TREE_OPS, c3_step, ex
                                   task_rng, tree_depths, tree_op, tree_ops_source)
 from .batching import Collator, Example, SeqVocab, TaskDataset, arity_ids
 from .corpora import (YAML_SAMPLE, docstring_functions, docstring_tokens, yaml_corpus, docstring2ast_task,
-                               yaml_keys_task, YAML_TARGETS, NODE_KINDS, yaml_key_nodes,
+                               yaml_keys_task, k8s_keys_task, K8S_CORPUS, YAML_TARGETS, NODE_KINDS, yaml_key_nodes,
                                yaml_targets, yaml_example)
 from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder
 from .semparse import DATASETS as SEMPARSE_DATASETS, semparse_builder
@@ -476,6 +476,9 @@ register_task("yaml-keys", yaml_keys_task, replace=True, files=("corpus",))   # 
 
 from .pairs import pairs_task            # your own pairs from files (chapter 8e)
 register_task("pairs", pairs_task, replace=True, files=("data", "dev", "test"))
+
+# %% ../nbs/08c_tasks.ipynb #72de57b4
+register_task("k8s-keys", k8s_keys_task, replace=True)   # its builder: chapter 8b; its experiments: chapter 10c
 
 # %% ../nbs/08c_tasks.ipynb #3417357c
 for _kind in FOR2LAM_KINDS: register_task(f"for2lam-{_kind}", for2lam_builder(_kind), replace=True)
