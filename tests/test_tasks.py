@@ -258,7 +258,8 @@ FINGERPRINTS = {    # recorded once (numpy 2, x86-64 Linux); a change means the 
     "tree-copy": "e7fed69051c33233", "tree-rotate": "294df210efef4365", "tree-c3": "aedc028d801e0dc5",
     "tree-ops": "0ca18da92d39e1ce", "yaml-keys": "f122f9ae2327dc9b",   # yaml-keys: source-disjoint splits since #28
     "for2lam-short": "98bfea633bc313db", "for2lam-long": "577fdd3b944c5abf",              # translation="cps"
-    "for2lam-short chen": "7a95353c16af3643", "for2lam-long chen": "b53d138e3262eb88"}    # the default since #35
+    "for2lam-short chen": "7a95353c16af3643", "for2lam-long chen": "b53d138e3262eb88",    # the default since #35
+    "k8s-keys": "6fbff6ef27cba6b6", "geo": "8fc452ecd275ba69", "atis": "2de8d9bd8bc21506"}      # real data (#38, #35)
 
 
 @pytest.mark.parametrize("name", ["seq-copy", "seq-reverse", "seq-repeat", "tree-copy", "tree-rotate", "tree-c3", "tree-ops"])
@@ -271,6 +272,12 @@ def test_data_fingerprint_is_stable(name):
 def test_for2lam_fingerprint_is_stable(name):
     assert _fingerprint(make_task(name, seed=7, sizes=(20, 5, 5), translation="cps")) == FINGERPRINTS[name]
     assert _fingerprint(make_task(name, seed=7, sizes=(20, 5, 5))) == FINGERPRINTS[name + " chen"]
+
+
+@pytest.mark.parametrize("name, sizes", [("k8s-keys", (7000, 1500, 1500)), ("geo", (10**6,) * 3), ("atis", (10**6,) * 3)])
+def test_real_data_fingerprint_is_stable(name, sizes):
+    "The shipped Kubernetes manifests and the vendored GEO / ATIS files give the same examples and ids everywhere."
+    assert _fingerprint(make_task(name, sizes=sizes)) == FINGERPRINTS[name]
 
 
 def test_yaml_keys_fingerprint_is_stable():
