@@ -430,7 +430,7 @@ def k8s_keys_task(seed, sizes, order, # as every task builder takes them (`tasks
                   min_count:int=2, # tokens and targets seen fewer times in train map to `<unk>`
                   max_example_nodes:int=512, # documents with more nodes are left out
                   node_kinds:str="unmasked", # what the node kinds show (`yaml_example`)
-                  split_by:str="structure", # documents of one key structure in one split: no test document's keys are all seen
+                  split_by:str="structure", # one key structure, one split: no test document has a training twin with its keys
                  ) -> dict: # the splits, vocabularies and facts of the task (see `tasks.register_task`)
     "The builder of `k8s-keys`: `yaml-keys` on the real Kubernetes manifests of `K8S_CORPUS` (chapter 10c)."
     return yaml_keys_task(seed, sizes, order, K8S_CORPUS, target, mask_prob, min_count, max_example_nodes, node_kinds, split_by)

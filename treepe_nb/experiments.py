@@ -25,10 +25,10 @@ from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap
                                  rank_agreement, pooled_agreement, verdict_row, write_verdicts, verdicts_table)
 
 # %% auto #0
-__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'sq_options', 'SQ_SEMPARSE', 'K8S_NOTE',
-           'TARGETS', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings',
-           'grid_configs', 'tree_f1', 'test_metrics', 'record_data', 'run_cell', 'add_analysis', 'trace_record',
-           'run_grid', 'load_results', 'experiments_cli', 'summarise', 'compare']
+__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'K8S_NOTE', 'TARGETS',
+           'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings', 'grid_configs',
+           'tree_f1', 'test_metrics', 'record_data', 'run_cell', 'add_analysis', 'trace_record', 'run_grid',
+           'load_results', 'experiments_cli', 'summarise', 'compare']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -40,7 +40,7 @@ FOR2LAM_METHODS = (("sinusoidal", "sinusoidal", ("dfs",)), "stack", ("ape-tree",
 SQ_PLATEAU = {  # Shiv & Quirk's experiments: their dropout and clipping, and training to a plateau of dev perplexity
     "model.dropout": 0.1, "clip": 10.0, "best_metric": "perplexity", "eval_every": 250, "patience": 4,
     "eval_examples": 20, "max_output_nodes": 400, "task.sizes": (100_000, 200, 1000)}   # their 100,000 training programs
-sq_options = lambda translation: {"translation": translation, "max_size": 200_000_000}  # 100,000 long programs: ~23M nodes
+_sq_options = lambda translation: {"translation": translation, "max_size": 200_000_000}  # 100,000 long programs: ~23M nodes
 SQ_SEMPARSE = {  # Shiv & Quirk's semantic parsing (their §5.2: 4 + 4 layers, d_model 256, d_ff 1024) at half their width
     "model.d_model": 128, "model.num_heads": 8, "model.enc_layers": 4, "model.dec_layers": 4, "model.d_ff": 512,
     "model.dropout": 0.1, "clip": 10.0, "lr": 1e-3, "warmup": 200, "best_metric": "exact_match", "eval_every": 250,
@@ -71,9 +71,9 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
                 FOR2LAM_METHODS, {"eval_every": 0, "eval_examples": 20, "max_output_nodes": 400,
                                   "task.options": {"translation": "cps"}}),
     "sq-for2lam-short": ({"for2lam-short": {"steps": 3000, "min_steps": 1000}}, ("dfs", "bfs"), FOR2LAM_METHODS,
-                         {**SQ_PLATEAU, "variants": {t: {"task.options": sq_options(t)} for t in ("chen", "cps")}}),
+                         {**SQ_PLATEAU, "variants": {t: {"task.options": _sq_options(t)} for t in ("chen", "cps")}}),
     "sq-for2lam-long": ({"for2lam-long": {"steps": 8000, "min_steps": 3000}}, ("dfs", "bfs"), FOR2LAM_METHODS,
-                        {**SQ_PLATEAU, "variants": {"chen": {"task.options": sq_options("chen")}}}),
+                        {**SQ_PLATEAU, "variants": {"chen": {"task.options": _sq_options("chen")}}}),
     "k8s-keys": (("k8s-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "additive-sin", "ape-tree"), K8S_NOTE),
     "semparse": ({"geo": {"steps": 2000}, "atis": {"steps": 4000}}, ("dfs",),
                  (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree")), SQ_SEMPARSE),
