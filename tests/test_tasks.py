@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 from torch.utils.data import DataLoader, DistributedSampler
 
 from treepe_nb.batching import Collator, Example, SeqVocab, arity_ids
@@ -128,7 +128,9 @@ def test_errors():
 @given(st.sampled_from(["tree-copy", "tree-rotate", "tree-c3", "tree-ops"]), st.sampled_from(["bfs", "dfs"]),
        st.integers(1, 6), st.integers(0, 1000))
 def test_collate_matches_per_example_positions(name, order, batch, seed):
-    task = make_task(name, seed=seed, sizes=(6, 1, 1), order=order, depth_mean=4, depth_std=1)
+    try: task = make_task(name, seed=seed, sizes=(6, 1, 1), order=order, depth_mean=4, depth_std=1)
+    except ValueError as e:                    # a one-example dev split that repeats a training source is refused
+        assume("split is empty" not in str(e)); raise
     exs = [task.train[i] for i in range(batch)]
     b = task.collate(exs)
     K = task.max_depth

@@ -14,7 +14,7 @@ from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
 __all__ = ['VARIABLES', 'TRANSLATIONS', 'KINDS', 'for_source', 'run_for', 'lambda_source', 'run_lambda', 'for_to_lambda',
-           'chen_translation', 'random_for', 'for2lam_pairs', 'for2lam_vocabularies', 'for2lam_builder']
+           'chen_translation', 'left_nested', 'random_for', 'for2lam_pairs', 'for2lam_vocabularies', 'for2lam_builder']
 
 # %% ../nbs/08d_for2lam.ipynb #1a8da712
 VARIABLES = ("x", "y", "z")     # the program variables of the generated programs
@@ -390,7 +390,8 @@ def chen_translation(tree:Tree, # a For program
 def _check_translation(translation):
     if translation not in TRANSLATIONS: raise ValueError(f"translation must be one of {TRANSLATIONS}, got {translation!r}")
 
-def _left_nested(tree:Tree) -> Tree:
+def left_nested(tree:Tree, # a For program
+               ) -> Tree: # the same statements, in the same order
     "The same For program with every `seq` chain nested to the left: ((s1; s2); s3) rather than s1; (s2; s3)."
     labels, kids, _ = _checked(tree, "For")
     out, todo = _Out(), [(0, -1, -1)]
@@ -505,7 +506,7 @@ def for2lam_pairs(rng:np.random.Generator, # the source of randomness
     pairs = []
     for _ in range(count):
         source = _random_for(draws, *opts)
-        if translation == "chen": source = _left_nested(source)
+        if translation == "chen": source = left_nested(source)
         pairs.append((source, chen_translation(source) if translation == "chen" else for_to_lambda(source, opts[-1])))
     return pairs
 
@@ -557,7 +558,8 @@ def for2lam_builder(kind:str, # "short" or "long"
             src_ids = [src_vocab.encode(s.labels) for s, _ in pairs]
             splits.append([Example(s, t, i, j) for (s, t), i, j in zip(pairs, src_ids, arity_ids(tgt_vocab, [t for _, t in pairs]))])
         return dict(splits=splits, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="tree", target="tree", n=2,
-                    src_order="dfs", src_binary=True, tgt_binary=True, info=dict(kind=kind, translation=translation, statements=KINDS[kind], max_loop_depth=max_loop_depth,
+                    src_order="dfs", src_binary=True, tgt_binary=True, src_normal="left-nested-seq" if translation == "chen" else None,
+                    info=dict(kind=kind, translation=translation, statements=KINDS[kind], max_loop_depth=max_loop_depth,
                                                expr_depth=expr_depth, max_const=max_const, binarisation="LCRS (n=2)",
                                                duplicates_removed=removed, source_of_data="generated",
                                                licence="generated data, no licence needed"))

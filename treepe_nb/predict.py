@@ -19,6 +19,7 @@ from .model import Transformer
 from .runs import load_checkpoint, load_vocab
 from .config import TrainConfig, checkpoint_config, import_modules, resolve_device
 from .pairs import FORMATS, read_input, read_lines, to_python
+from .tasks import SOURCE_NORMALS
 
 # %% auto #0
 __all__ = ['Run', 'load_run', 'Prediction', 'predict', 'predict_cli']
@@ -90,6 +91,11 @@ def _source(run:Run, x, format:str|None, k:int):
         if isinstance(x, Tree): raise ValueError(f"{k}: the run reads token sequences, got a tree (format {fmt!r})")
         return None, x
     if not isinstance(x, Tree): raise ValueError(f"{k}: the run reads trees, got tokens (format {fmt!r})")
+    if spec.src_normal is not None:                      # the form the training sources have (For2Lam: left-nested)
+        if spec.src_normal not in SOURCE_NORMALS:
+            raise ValueError(f"the run's sources are put in the form {spec.src_normal!r}, which this version does not know")
+        try: x = SOURCE_NORMALS[spec.src_normal](x)
+        except (ValueError, TypeError) as e: raise ValueError(f"{k}: {e}") from None
     return (x.lcrs() if spec.src_binary else x), None
 
 def _encoded(run:Run, x, format:str|None, unknown:str, what:str):

@@ -24,12 +24,12 @@ from .batching import Collator, Example, SeqVocab, TaskDataset, arity_ids
 from .corpora import (YAML_SAMPLE, docstring_functions, docstring_tokens, yaml_corpus, docstring2ast_task,
                                yaml_keys_task, k8s_keys_task, K8S_CORPUS, YAML_TARGETS, NODE_KINDS, yaml_key_nodes,
                                yaml_targets, yaml_example)
-from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder
+from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder, left_nested
 from .semparse import DATASETS as SEMPARSE_DATASETS, semparse_builder
 
 # %% auto #0
-__all__ = ['TASKS', 'PRESETS', 'SIDE_FORMATS', 'register_task', 'task_settings', 'TaskConfig', 'TaskSpec', 'Task', 'make_task',
-           'stats_table']
+__all__ = ['TASKS', 'PRESETS', 'SIDE_FORMATS', 'SOURCE_NORMALS', 'register_task', 'task_settings', 'TaskConfig', 'TaskSpec',
+           'Task', 'make_task', 'stats_table']
 
 # %% ../nbs/08c_tasks.ipynb #f9158676
 TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, order, **settings) -> dict
@@ -250,6 +250,7 @@ class TaskConfig:
 
 # %% ../nbs/08c_tasks.ipynb #8e478bd2
 SIDE_FORMATS = {"sequence": "tokens", "tree": "sexpr", "labels": "tokens"}   # a side's text format where a task names none
+SOURCE_NORMALS: dict[str, Callable] = {}   # name -> `f(tree) -> tree`: a user's source put in the form the data has
 
 @dataclass(frozen=True)
 class TaskSpec:
@@ -267,6 +268,7 @@ class TaskSpec:
     tgt_format: str|None = None       # an output's text: "sexpr", "python" or "tokens" (None: `SIDE_FORMATS`)
     src_binary: bool = False          # a user's source tree is binarised (`Tree.lcrs`) before the model reads it
     tgt_binary: bool = False          # a decoded tree is un-binarised (`Tree.unlcrs`) before it is written
+    src_normal: str|None = None       # a `SOURCE_NORMALS` name: put a user's source tree in the training data's form first
 
     def __post_init__(self):
         object.__setattr__(self, "src_format", self.src_format or SIDE_FORMATS[self.source])
@@ -301,12 +303,13 @@ class Task:
     tgt_format: str|None = None       # how an output is written (`TaskSpec`; None: tokens or sexpr by the side)
     src_binary: bool = False          # tree sources are binarised (`Tree.lcrs`) from the form a user writes
     tgt_binary: bool = False          # tree targets are binarised: outputs are un-binarised (`Tree.unlcrs`)
+    src_normal: str|None = None       # how a user's source tree is put in the data's form (`SOURCE_NORMALS`; None: as written)
 
     @property
     def spec(self) -> TaskSpec:
         "What the data decide about inputs and outputs (`TaskSpec`): saved with a run, read by `predict`."
         return TaskSpec(self.name, self.source, self.target, self.src_order, self.tgt_order, self.n, self.max_depth,
-                        self.src_format, self.tgt_format, self.src_binary, self.tgt_binary)
+                        self.src_format, self.tgt_format, self.src_binary, self.tgt_binary, self.src_normal)
     @property
     def splits(self) -> dict[str, TaskDataset]:
         return {"train": self.train, "dev": self.dev, "test": self.test}
@@ -482,6 +485,7 @@ register_task("k8s-keys", k8s_keys_task, replace=True)   # its builder: chapter 
 
 # %% ../nbs/08c_tasks.ipynb #3417357c
 for _kind in FOR2LAM_KINDS: register_task(f"for2lam-{_kind}", for2lam_builder(_kind), replace=True)
+SOURCE_NORMALS["left-nested-seq"] = left_nested     # Chen et al.'s sources nest sequences to the left
 
 # %% ../nbs/08c_tasks.ipynb #15376cd7
 for _name in SEMPARSE_DATASETS: register_task(_name, semparse_builder(_name), replace=True, files=("data",))
