@@ -92,7 +92,6 @@ def geo_form(text:str, # a GeoQuery form, tokens separated by spaces: `( A , ( _
 
 # %% ../nbs/08g_semparse.ipynb #a67b1025
 DATASETS = ("geo", "atis")
-_FILES = {"geo": ("geography-logic.txt",), "atis": ("atis-logic.txt", "atis.uw.train.txt", "atis.uw.dev.txt", "atis.uw.test.txt")}
 _SPLITS = ("train", "dev", "test")
 
 def default_data() -> Path:
