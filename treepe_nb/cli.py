@@ -15,11 +15,11 @@ from fastcore.docments import docments
 from .attention import ENCODINGS
 from .model import ModelConfig
 from .tasks import PRESETS, TASKS, TaskConfig
-from .runs import read_metrics, read_run_file
+from .runs import Run, read_metrics
 from .readers import load_yaml_data
-from .config import (TrainConfig, import_modules, nested_settings, resolve_device,
+from .config import (TrainConfig, import_modules, nested_settings, read_run_file, resolve_device,
                               BEST_METRICS, AMP_MODES)
-from .train import eval_record, evaluate, load_trained, train, Interrupted
+from .train import eval_record, evaluate, train, Interrupted
 from . import __version__
 
 # %% auto #0
@@ -192,15 +192,10 @@ def evaluate_run(run:str|Path, # a run folder written by `treepe-train`
                  progress:bool=False, # a progress bar while decoding
                 ) -> dict: # the run, split, checkpoint and step, then `evaluate`'s metrics (also in `eval_SPLIT.json`)
     "Evaluate a run folder's checkpoint on a split with the checkpoint's own settings; writes `RUN/eval_SPLIT.json`."
-    run = Path(run)
-    if not (run / "config.yaml").exists(): raise FileNotFoundError(f"{run} is not a run folder (no config.yaml)")
-    path = run / f"{checkpoint}.pt"
-    if not path.exists() and checkpoint == "best" and (run / "last.pt").exists():
-        raise FileNotFoundError(f"no best.pt in {run} (the run stopped before its first evaluation): use --checkpoint last")
-    task, model, cfg, step = load_trained(run, checkpoint)
-    dev = resolve_device(device)
-    m = evaluate(model.to(dev), task, split, batch_size, eval_examples, beam, cfg.max_output_nodes, dev, progress=progress)
-    return eval_record(run, split, checkpoint, step, m)
+    loaded = Run(run, checkpoint, device, data=True)
+    m = evaluate(loaded.model, loaded.task, split, batch_size, eval_examples, beam, loaded.config.max_output_nodes,
+                 progress=progress)
+    return eval_record(run, split, checkpoint, loaded.step, m)
 
 def run_advice(run:str|Path # a run folder with metrics
               ) -> str|None: # one line of advice, or None when the run decoded some dev example right

@@ -5,19 +5,21 @@
 # %% ../nbs/08f_config.ipynb #78580de2
 from __future__ import annotations
 import importlib, os, sys
-from dataclasses import dataclass, field, fields, asdict
+from dataclasses import dataclass, field, fields, asdict, replace
 from pathlib import Path
 from typing import Sequence
 
 import torch
+import yaml
 
 from .model import ModelConfig, check_number
 from .tasks import TaskConfig
-from .runs import read_run_file
+from .readers import load_yaml_data
 
 # %% auto #0
-__all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'import_modules', 'TrainConfig', 'check_device',
-           'resolve_device', 'nested_settings', 'resume_changes', 'stored_config', 'checkpoint_config']
+__all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'RUN_FILE_LIMIT', 'import_modules', 'TrainConfig',
+           'check_device', 'resolve_device', 'nested_settings', 'resume_changes', 'read_run_file', 'stored_config',
+           'checkpoint_config']
 
 # %% ../nbs/08f_config.ipynb #afaa9cdb
 def import_modules(names:Sequence[str], # module names, e.g. ["my_encodings"] (a single name is accepted too)
@@ -117,6 +119,11 @@ class TrainConfig:
         "The run's seed: the data's (`task.seed`), which also seeds the initialisation, dropout and the batch order."
         return self.task.seed
 
+    @property
+    def model_to_build(self) -> ModelConfig:
+        "`model` with `max_len` raised to what decoding `max_output_nodes` needs (a tree's nodes and their ends)."
+        return replace(self.model, max_len=max(self.model.max_len, 2 * self.max_output_nodes))
+
     def to_dict(self) -> dict:
         "The configuration as plain YAML/JSON data: `task:` and `model:` sections, then the run's settings."
         def plain(v): return [plain(x) for x in v] if isinstance(v, (tuple, list)) else (
@@ -214,6 +221,25 @@ def resume_changes(stored:TrainConfig, # the configuration a run folder was star
                          "differ: " + "; ".join(f"{k} {x!r} -> {y!r}" for k, (x, y) in refused.items()) +
                          " (start a new run in another folder instead)")
     return changed
+
+RUN_FILE_LIMIT = 256 * 2**20   # bytes: the largest config.yaml or vocab.json a run folder is trusted to hold
+
+def read_run_file(path:str|Path, # a run folder's config.yaml or vocab.json (or another YAML/JSON file of it)
+                  limit:int=RUN_FILE_LIMIT, # the most bytes read
+                 ):
+    """A run folder's YAML or JSON file, read through the bounded YAML reader (JSON is YAML): no alias bombs, no
+    endless nesting, no tags that build objects; any problem is a `ValueError` that names the file."""
+    path = Path(path)
+    if path.is_dir(): raise ValueError(f"{path} is a folder, not a file")
+    try:
+        if path.stat().st_size > limit: raise ValueError(f"{path} holds {path.stat().st_size} bytes, over the limit of {limit}")
+        data = path.read_bytes()
+    except OSError as e: raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+    if not data.strip(): raise ValueError(f"{path} is empty")
+    try: return load_yaml_data(data)
+    except RecursionError: raise ValueError(f"{path}: nested too deeply to read") from None
+    except (yaml.YAMLError, ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid YAML/JSON: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 def stored_config(path:str|Path # a run folder's config.yaml
                  ) -> TrainConfig:

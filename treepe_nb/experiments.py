@@ -16,8 +16,8 @@ import yaml
 import torch
 from tqdm.auto import tqdm
 from .trees import Tree
-from .train import TrainConfig, train, evaluate, decode_split, batch_loss, load_trained
-from .runs import read_metrics
+from .train import TrainConfig, train, evaluate, decode_split, batch_loss
+from .runs import Run, read_metrics
 from .model import ModelConfig
 from .tasks import TaskConfig, content_key, make_task
 from .model import exact_match
@@ -203,7 +203,8 @@ def run_cell(cfg:TrainConfig, # the cell
     resume = (Path(cfg.out) / "last.pt").exists()              # an attempt that was cut off continues exactly
     train(cfg, progress=False, resume=resume, overwrite=not resume)
     seconds = time.perf_counter() - t0
-    task, model, _, best_step = load_trained(cfg.out)
+    loaded = Run(cfg.out, "best", data=True)
+    task, model, best_step = loaded.task, loaded.model, loaded.step
     test = test_metrics(model, task, max_output_nodes=cfg.max_output_nodes)
     trains, evals = read_metrics(cfg.out)
     analysis = yaml_analysis(model, task) if cfg.task.name in TARGETS else None
@@ -228,7 +229,8 @@ def add_analysis(result:str|Path, # a stored `yaml-keys` record whose run folder
     result = Path(result)
     record = json.loads(result.read_text())
     cfg = TrainConfig.from_dict(record["config"])
-    task, model, _, _ = load_trained(cfg.out)
+    loaded = Run(cfg.out, "best", data=True)
+    task, model = loaded.task, loaded.model
     record["analysis"] = yaml_analysis(model, task)
     result.write_text(json.dumps(record, indent=1))
     return record["analysis"]

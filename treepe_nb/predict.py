@@ -5,9 +5,8 @@
 # %% ../nbs/09c_predict.ipynb #0ecb8187
 from __future__ import annotations
 import argparse, json, sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Sequence
 import numpy as np
 import torch
@@ -15,47 +14,21 @@ import yaml
 from .trees import Tree, batch_positions
 from .cli import command_error, int_at_least
 from .corpora import docstring_tokens
-from .model import Transformer
-from .runs import load_checkpoint, load_vocab
-from .config import TrainConfig, checkpoint_config, import_modules, resolve_device
+from .runs import Run
+from .config import import_modules
 from .pairs import FORMATS, read_input, read_lines, to_python
 from .tasks import SOURCE_NORMALS
 
 # %% auto #0
-__all__ = ['Run', 'load_run', 'Prediction', 'predict', 'predict_cli']
+__all__ = ['load_run', 'Prediction', 'predict', 'predict_cli']
 
 # %% ../nbs/09c_predict.ipynb #3ff86125
-@dataclass(eq=False)
-class Run:
-    "A trained model with what it needs to read inputs and write outputs."
-    model: Transformer           # in eval mode, on `device`
-    config: TrainConfig          # the run's configuration
-    vocab: dict                  # `runs.load_vocab`: src_vocab, tgt_vocab, source, target, orders, n, max_depth, info
-    folder: Path                 # the run folder
-    step: int                    # the step of the loaded checkpoint
-    def __repr__(self):
-        v = self.vocab
-        return f"Run({str(self.folder)!r}: {v['name']}, {v['source']} -> {v['target']}, step {self.step})"
-
 def load_run(folder:str|Path, # a run folder written by `train`
              checkpoint:str="auto", # "best", "last", or "auto" (best.pt if there is one, else last.pt)
              device:str="cpu", # where the model goes
             ) -> Run:
-    "A trained run from its folder, without rebuilding its data."
-    folder = Path(folder)
-    if not (folder / "config.yaml").is_file(): raise FileNotFoundError(f"{folder} is not a run folder (no config.yaml)")
-    if checkpoint not in ("auto", "best", "last"):
-        raise ValueError(f"checkpoint must be auto, best or last, got {checkpoint!r}")
-    name = "best" if checkpoint == "auto" and (folder / "best.pt").exists() else checkpoint.replace("auto", "last")
-    vocab = load_vocab(folder)
-    ck = load_checkpoint(folder / f"{name}.pt", require=("model", "step", "config"))
-    cfg = checkpoint_config(folder / f"{name}.pt", ck)          # the settings its weights were trained with
-    facts = SimpleNamespace(**vocab)                                # what `from_task` reads of a task
-    model = Transformer.from_task(replace(cfg.model, max_len=max(cfg.model.max_len, 2 * cfg.max_output_nodes)), facts)
-    try: model.load_state_dict(ck["model"])
-    except RuntimeError as e:
-        raise ValueError(f"{folder}/{name}.pt does not fit the model of its config.yaml: {str(e).splitlines()[0]}") from None
-    return Run(model.to(resolve_device(device)).eval(), cfg, vocab, folder, ck["step"])
+    "A trained run from its folder, without rebuilding its data: `Run(folder, checkpoint, device)` of chapter 9a."
+    return Run(folder, checkpoint, device)
 
 # %% ../nbs/09c_predict.ipynb #38d7173b
 @dataclass

@@ -6,17 +6,18 @@
 from __future__ import annotations
 import errno, json, os, random, shutil, socket, sys, warnings
 from pathlib import Path
+from types import SimpleNamespace
 import numpy as np
 import torch
-import yaml
 from .batching import SeqVocab
 from .tracking import ArityVocab
-from .tasks import TaskSpec
-from .readers import load_yaml_data
+from .model import Transformer
+from .tasks import TaskSpec, make_task
+from .config import TrainConfig, checkpoint_config, read_run_file, resolve_device
 
 # %% auto #0
-__all__ = ['VOCAB_FIELDS', 'RUN_FILE_LIMIT', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint', 'append_record',
-           'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab', 'read_run_file', 'RunLock']
+__all__ = ['VOCAB_FIELDS', 'CHECKPOINTS', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint', 'append_record',
+           'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab', 'RunLock', 'checkpoint_state', 'Run']
 
 # %% ../nbs/09a_runs.ipynb #1eecc854
 def rng_state() -> dict: # the states of Python's, NumPy's and torch's (CPU and CUDA) generators
@@ -139,15 +140,18 @@ def _spec_of(d:dict) -> TaskSpec:
 def _vocab_of(d:dict):
     return (SeqVocab if d.get("kind") == "seq" else ArityVocab).from_dict(d)
 
+def _vocab_record(task) -> dict:
+    "What `save_vocab` writes of a task: its `TaskSpec`, its vocabularies and its `info`, as JSON values."
+    info = json.loads(json.dumps(task.info, default=str))
+    return {**task.spec.to_dict(), "src_vocab": task.src_vocab.to_dict(), "tgt_vocab": task.tgt_vocab.to_dict(), "info": info}
+
 def save_vocab(run:str|Path, # a run folder
                task, # a `tasks.Task`: its vocabularies, its `TaskSpec` and `info`
               ) -> Path:
     "Write the task's vocabularies and the facts a model's input needs into `run/vocab.json` (atomically)."
-    info = json.loads(json.dumps(task.info, default=str))
-    d = {**task.spec.to_dict(), "src_vocab": task.src_vocab.to_dict(), "tgt_vocab": task.tgt_vocab.to_dict(), "info": info}
     path = Path(run) / "vocab.json"
     tmp = path.with_name("vocab.json.tmp")
-    tmp.write_text(json.dumps(d)); os.replace(tmp, path)
+    tmp.write_text(json.dumps(_vocab_record(task))); os.replace(tmp, path)
     return path
 
 def load_vocab(run:str|Path # a run folder
@@ -163,25 +167,6 @@ def load_vocab(run:str|Path # a run folder
     try: return {**d, "src_vocab": _vocab_of(d["src_vocab"]), "tgt_vocab": _vocab_of(d["tgt_vocab"]), "spec": _spec_of(d)}
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ValueError(f"{path} is damaged: its vocabularies do not read ({type(e).__name__}: {e})") from None
-
-RUN_FILE_LIMIT = 256 * 2**20   # bytes: the largest config.yaml or vocab.json a run folder is trusted to hold
-
-def read_run_file(path:str|Path, # a run folder's config.yaml or vocab.json (or another YAML/JSON file of it)
-                  limit:int=RUN_FILE_LIMIT, # the most bytes read
-                 ):
-    """A run folder's YAML or JSON file, read through the bounded YAML reader (JSON is YAML): no alias bombs, no
-    endless nesting, no tags that build objects; any problem is a `ValueError` that names the file."""
-    path = Path(path)
-    if path.is_dir(): raise ValueError(f"{path} is a folder, not a file")
-    try:
-        if path.stat().st_size > limit: raise ValueError(f"{path} holds {path.stat().st_size} bytes, over the limit of {limit}")
-        data = path.read_bytes()
-    except OSError as e: raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
-    if not data.strip(): raise ValueError(f"{path} is empty")
-    try: return load_yaml_data(data)
-    except RecursionError: raise ValueError(f"{path}: nested too deeply to read") from None
-    except (yaml.YAMLError, ValueError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid YAML/JSON: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 # %% ../nbs/09a_runs.ipynb #423a0021
 def _alive(pid:int) -> bool:
@@ -231,3 +216,74 @@ class RunLock:
 
     def __enter__(self): return self.acquire()
     def __exit__(self, *exc): self.release()
+
+# %% ../nbs/09a_runs.ipynb #32cda98b
+CHECKPOINTS = ("auto", "best", "last")   # auto: best.pt if there is one, else last.pt
+
+def checkpoint_state(folder:str|Path, # a run folder
+                     checkpoint:str="auto", # one of `CHECKPOINTS`
+                     require:tuple=("model", "step", "config"), # keys the checkpoint must hold
+                    ) -> tuple[dict, TrainConfig, Path]: # the checkpoint, the settings its weights were trained with, its file
+    "One checkpoint of a run folder, read onto the CPU, with its own settings checked against the folder's config.yaml."
+    folder = Path(folder)
+    if not (folder / "config.yaml").is_file(): raise FileNotFoundError(f"{folder} is not a run folder (no config.yaml)")
+    if checkpoint not in CHECKPOINTS: raise ValueError(f"checkpoint must be auto, best or last, got {checkpoint!r}")
+    name = "best" if checkpoint == "auto" and (folder / "best.pt").exists() else checkpoint.replace("auto", "last")
+    path = folder / f"{name}.pt"
+    if name == "best" and not path.exists() and (folder / "last.pt").exists():
+        raise FileNotFoundError(f"no best.pt in {folder} (the run stopped before its first evaluation): use its last "
+                                f"checkpoint (checkpoint='last', --checkpoint last)")
+    ck = load_checkpoint(path, require=require)
+    return ck, checkpoint_config(path, ck), path
+
+def _same_vocabularies(saved:dict, task, folder:Path):
+    "Refuse a rebuilt task whose vocabularies differ from those the run saved (its model's ids would name other tokens)."
+    for side in ("src_vocab", "tgt_vocab"):
+        a, b = (json.loads(json.dumps(v.to_dict(), default=str)) for v in (saved[side], getattr(task, side)))
+        if a != b:
+            raise ValueError(f"the task rebuilt from {folder}/config.yaml has another {side.replace('_', ' ')}ulary "
+                             f"({len(getattr(task, side))} entries) than the run saved in vocab.json ({len(saved[side])}): "
+                             f"its data changed since the run was trained, and the model's ids would name other tokens")
+
+class Run:
+    "A run folder with one checkpoint loaded: its settings, its task's facts, its model; its records, summary and lock."
+    def __init__(self, folder:str|Path, # a run folder written by `train`
+                 checkpoint:str="auto", # "best", "last", or "auto" (best.pt if there is one, else last.pt)
+                 device:str="cpu", # where the model goes: cpu, cuda, cuda:N or auto
+                 data:bool=False, # also rebuild the task (its splits) from the run's settings, as `self.task`
+                ):
+        ck, self.config, self.path = checkpoint_state(folder, checkpoint)
+        self.folder, self.step = Path(folder), ck["step"]
+        device = resolve_device(device)
+        self.task = make_task(self.config.task) if data else None
+        saved = (self.folder / "vocab.json").exists() or self.task is None
+        self.vocab = load_vocab(self.folder) if saved else {**_vocab_record(self.task), "src_vocab": self.task.src_vocab,
+                                                            "tgt_vocab": self.task.tgt_vocab, "spec": self.task.spec}
+        if self.task is not None and saved: _same_vocabularies(self.vocab, self.task, self.folder)
+        model = Transformer.from_task(self.config.model_to_build, SimpleNamespace(**self.vocab))
+        try: model.load_state_dict(ck["model"])
+        except RuntimeError as e:
+            raise ValueError(f"{self.path} does not fit the model of its config.yaml: {str(e).splitlines()[0]}") from None
+        self.model = model.to(device).eval()
+
+    @property
+    def spec(self) -> TaskSpec:
+        "What the data decides (sides, formats, binarisation, orders, `n`, depth), as saved with the run."
+        return self.vocab["spec"]
+
+    def metrics(self) -> tuple[list[dict], list[dict]]:
+        "The run's training and evaluation records (`read_metrics`)."
+        return read_metrics(self.folder)
+
+    def summary(self) -> dict|None:
+        "What training wrote when it ended (`summary.json`: steps, best dev, test score, why it stopped), else None."
+        path = self.folder / "summary.json"
+        return read_run_file(path) if path.exists() else None
+
+    def lock(self) -> RunLock:
+        "The folder's lock (`with run.lock(): ...` holds the folder against a training run starting in it)."
+        return RunLock(self.folder)
+
+    def __repr__(self):
+        v = self.vocab
+        return f"Run({str(self.folder)!r}: {v['name']}, {v['source']} -> {v['target']}, {self.path.name} at step {self.step})"

@@ -25,12 +25,12 @@ from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
 from .batching import Batch
 from .config import (RUN_PE, AMP_MODES, BEST_METRICS, RESUMABLE_CHANGES, TrainConfig, check_device,
                               resolve_device, nested_settings, resume_changes, stored_config, checkpoint_config)
-from .runs import (RunLock, append_record, load_checkpoint, read_metrics, read_run_file, rng_state,
+from .runs import (RunLock, append_record, checkpoint_state, load_checkpoint, read_metrics, rng_state,
                             save_checkpoint, set_rng_state, truncate_records, save_vocab)
 
 # %% auto #0
 __all__ = ['amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate', 'eval_record',
-           'Interrupted', 'train', 'plot_run', 'load_trained']
+           'Interrupted', 'train', 'plot_run']
 
 # %% ../nbs/09_train.ipynb #82dd9fc3
 def amp_context(amp:str, # one of `AMP_MODES`
@@ -67,8 +67,7 @@ def build(cfg:TrainConfig # the run's settings
     "The task of a run and a freshly initialised model for it (seeded from `cfg.seed`)."
     task = make_task(cfg.task)
     seed_everything(cfg.seed)
-    model_cfg = replace(cfg.model, max_len=max(cfg.model.max_len, 2 * cfg.max_output_nodes))   # room to decode
-    return task, Transformer.from_task(model_cfg, task)
+    return task, Transformer.from_task(cfg.model_to_build, task)
 
 # %% ../nbs/09_train.ipynb #4d75f739
 def _forward(model:nn.Module, batch:Batch) -> Tensor:
@@ -231,8 +230,8 @@ def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> d
             print(f"resuming {out} with {k} {x!r} -> {y!r}", file=sys.stderr)
         for name in ("last.pt", "best.pt"):           # last.pt, else best.pt (it holds the full state too)
             if (out / name).exists():
-                ck = load_checkpoint(out / name, require=("model", "optimizer", "scheduler", "step", "rng", "config"))
-                checkpoint_config(out / name, ck)                  # a checkpoint of this run, not of another
+                ck, _, _ = checkpoint_state(out, name.removesuffix(".pt"),          # of this run, not of another
+                                            require=("model", "optimizer", "scheduler", "step", "rng", "config"))
                 if name == "best.pt":
                     print(f"{out} has no last.pt: resuming from best.pt at step {ck['step']} (the records after it "
                           f"are made again)", file=sys.stderr)
@@ -441,18 +440,3 @@ def plot_run(run:str|Path, # a run folder
         ax[1].plot([r["step"] for r in evals], [r["token_accuracy"] for r in evals], "s--", label=f"{label}: token accuracy")
     ax[1].set(xlabel="step", ylabel="dev", ylim=(-0.02, 1.02)); ax[1].legend(fontsize=8)
     return ax
-
-# %% ../nbs/09_train.ipynb #dbdde41b
-def load_trained(run:str|Path, # a run folder written by `train`
-                 checkpoint:str="best", # "best" or "last"
-                ) -> tuple[Task, Transformer, TrainConfig, int]: # the task, the model (on the CPU), its settings, its step
-    "A run folder's task and model with one checkpoint's weights, built with that checkpoint's own settings."
-    if checkpoint not in ("best", "last"): raise ValueError(f"checkpoint must be best or last, got {checkpoint!r}")
-    path = Path(run) / f"{checkpoint}.pt"
-    ck = load_checkpoint(path, require=("model", "config", "step"))
-    cfg = checkpoint_config(path, ck)
-    task, model = build(cfg)
-    try: model.load_state_dict(ck["model"])
-    except RuntimeError as e:
-        raise ValueError(f"{path} does not fit the model of its configuration: {str(e).splitlines()[0]}") from None
-    return task, model, cfg, ck["step"]
