@@ -7,8 +7,9 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from treepe_nb.algebraic import (GridAPE, PositionMaps, SequenceAPE, TreeAPE, ape_to_rope, orthogonal, rope_matrix,
-                                 rope_to_ape, skew, skew_entries)
+from treepe_nb.algebraic import (GridAPE, SequenceAPE, TreeAPE, ape_to_rope, orthogonal, rope_matrix, rope_to_ape, skew,
+                                 skew_entries)
+from treepe_nb.maps import PositionMaps
 from treepe_nb.sequence import apply_rotary, frequencies
 from treepe_nb.trees import Tree, TreePositions, batch_positions
 

@@ -5,18 +5,17 @@
 # %% ../nbs/04_algebraic.ipynb #b42bed10
 from __future__ import annotations
 import contextlib, math, operator
-import numpy as np
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import torch
 from torch import nn, Tensor
-from torch.autograd.function import once_differentiable
 from .trees import TreePositions
-from .plans import Plan, rotation_layout, tree_plan
+from .plans import tree_plan
+from .maps import PositionMaps, tree_maps
 from .sequence import frequencies
 
 # %% auto #0
-__all__ = ['skew', 'skew_entries', 'orthogonal', 'rope_matrix', 'rope_to_ape', 'ape_to_rope', 'PositionMaps', 'OrthogonalPE',
-           'SequenceAPE', 'TreeAPE', 'DirectSumMaps', 'GridAPE']
+__all__ = ['skew', 'skew_entries', 'orthogonal', 'rope_matrix', 'rope_to_ape', 'ape_to_rope', 'OrthogonalPE', 'SequenceAPE',
+           'TreeAPE', 'DirectSumMaps', 'GridAPE']
 
 # %% ../nbs/04_algebraic.ipynb #27a4452d
 def _work_dtype(dtype) -> torch.dtype:
@@ -109,154 +108,6 @@ def ape_to_rope(W:Tensor, # `[..., dim, dim]` rotations (e.g. learned APE genera
     dt = _work_dtype(W.dtype)
     return (torch.stack([a for a, _ in out]).reshape(*lead, d // 2).to(dt),
             torch.stack([p for _, p in out]).reshape(*lead, d, d).to(dt))
-
-# %% ../nbs/04_algebraic.ipynb #a929e95e
-class _Gather(torch.autograd.Function):
-    "`x.index_select(0, idx)` whose backward adds the (made contiguous) gradient rows with `index_add_`: autograd's own scatter is several times slower on a transposed gradient."
-    @staticmethod
-    def forward(ctx, x, idx):
-        ctx.save_for_backward(idx); ctx.rows = len(x)
-        return x.index_select(0, idx)
-
-    @staticmethod
-    def backward(ctx, g):
-        idx, = ctx.saved_tensors
-        return g.new_zeros(ctx.rows, *g.shape[1:]).index_add_(0, idx, g.contiguous()), None
-
-def _exact(t:Tensor): return torch.autocast(t.device.type, enabled=False)   # no autocast (a backward may run under it)
-
-class _Product(torch.autograd.Function):
-    "`a @ b` in the inputs' dtype, forward and backward, whatever autocast says (a backward may run inside an autocast block)."
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        with _exact(a): return a @ b
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        with _exact(g):
-            return g @ b.mT if ctx.needs_input_grad[0] else None, a.mT @ g if ctx.needs_input_grad[1] else None
-
-class _ChunkRotate(torch.autograd.Function):
-    """Every token times its map, as one autograd node: tokens gathered into chunks that share a map (`into`), one
-    batched product, gathered back (`back`). Each real token sits in one kept slot, so the backward is the same two
-    gathers the other way round; empty slots and padding tokens are zeroed by the keeps where a gradient or an output
-    could pick them up."""
-    @staticmethod
-    def forward(ctx, Mc, into, into_keep, back, back_keep, *xs):   # Mc [C, H, d, d]; xs [*lead, H, L, d]
-        (*lead, H, L, d), C, S = xs[0].shape, Mc.shape[0], len(xs)
-        c = len(into) // C
-        rows = [x.transpose(-3, -2).reshape(-1, 1, H, d) for x in xs]     # free for q: [B, L, H, d] underneath
-        rows = (torch.cat(rows, 1) if S > 1 else rows[0]).to(Mc.dtype)   # [N, S, H, d]
-        xc = rows.index_select(0, into).view(C, c, S, H, d).permute(0, 3, 2, 1, 4).reshape(C, H, S * c, d)
-        with _exact(Mc): y = xc @ Mc.mT                                   # empty slots: garbage nothing reads
-        y = y.view(C, H, S, c, d).permute(0, 3, 2, 1, 4).reshape(C * c, S, H, d)
-        out = y.index_select(0, back).mul_(back_keep.view(-1, 1, 1, 1))  # padding tokens: 0
-        ctx.save_for_backward(Mc, xc, into, into_keep, back, back_keep)
-        ctx.shape, ctx.dtypes = (*lead, L, S, H, d), [x.dtype for x in xs]
-        return out.view(*lead, L, S, H, d)
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, g):
-        Mc, xc, into, into_keep, back, back_keep = ctx.saved_tensors
-        (*lead, L, S, H, d), C = ctx.shape, Mc.shape[0]
-        c = len(into) // C
-        gy = g.reshape(-1, S, H, d).index_select(0, into).mul_(into_keep.view(-1, 1, 1, 1))   # empty slots: 0
-        gy = gy.view(C, c, S, H, d).permute(0, 3, 2, 1, 4).reshape(C, H, S * c, d)
-        with _exact(g):
-            gM = gy.mT @ xc if ctx.needs_input_grad[0] else None          # dL/dM = dY^T X
-            gx = (gy @ Mc).view(C, H, S, c, d).permute(0, 3, 2, 1, 4).reshape(C * c, S, H, d)
-        gx = gx.index_select(0, back).mul_(back_keep.view(-1, 1, 1, 1))   # padding tokens: no gradient
-        gxs = [gx[:, s].reshape(*lead, L, H, d).transpose(-3, -2).to(t) for s, t in enumerate(ctx.dtypes)]
-        return gM, None, None, None, None, *gxs
-
-def _rotate_chunks(Mc:Tensor, # [chunks, H, d, d]: the map of each chunk
-                   lay:tuple, # (into, into_keep, back, back_keep): `plans.rotation_layout`, keeps in Mc's dtype
-                   xs:tuple, # tensors [*lead, H, L, d], tokens (*lead, L) in the layout's order
-                  ) -> Tensor: # [len(xs), *lead, H, L, d] in Mc's dtype
-    "Every token times its map (`_ChunkRotate`), the results stacked first."
-    return _ChunkRotate.apply(Mc, *lay, *xs).movedim(-3, 0).transpose(-3, -2)
-
-def _rotate_by_position(maps:Tensor, # [L, H, d, d]: token l takes map l
-                        x:Tensor, # [*lead, H, L, d]
-                       ) -> Tensor:
-    "Token l of every row times map l: one batched product per position and head."
-    *lead, H, L, d = x.shape
-    rows = x.to(maps.dtype).movedim(-2, 0).reshape(L, -1, H, d).transpose(1, 2)               # [L, H, rows, d]
-    return _Product.apply(rows, maps.mT).transpose(1, 2).reshape(L, *lead, H, d).movedim(0, -2)
-
-# %% ../nbs/04_algebraic.ipynb #e046eea4
-@dataclass(eq=False)
-class PositionMaps:
-    "The orthogonal maps of the distinct positions of a batch (`maps` `[U, heads, dim, dim]`) and each token's (`index`)."
-    maps: Tensor
-    index: Tensor
-    plan: Plan|None = None        # a plan with the `rotation_layout` of `index` (`plans.tree_plan`); None: made on the host when needed
-    by_position: bool = False     # `index` is 0 .. length-1 in every row: token l takes map l, and no layout is needed
-    dense_limit: int = 2 ** 15    # per-token maps up to this many elements (e.g. decoding): gathered once, no layout
-    _cache: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def num_heads(self) -> int: return self.maps.shape[1]
-    @property
-    def head_dim(self) -> int: return self.maps.shape[-1]
-
-    def full(self) -> Tensor:
-        "One map per token: `[*index.shape, heads, dim, dim]` (padding tokens get the zero matrix)."
-        H, D = self.num_heads, self.head_dim
-        z = torch.cat([self.maps, self.maps.new_zeros(1, H, D, D)])
-        flat = self.index.reshape(-1)
-        return z.index_select(0, flat.where(flat >= 0, len(self.maps))).view(*self.index.shape, H, D, D)
-
-    def _layout(self, shape:tuple) -> tuple:
-        "The chunk maps and layout for tokens of `shape`: the plan's, or one computed on the host; once per shape."
-        if shape not in self._cache:
-            plan = self.plan
-            if plan is None or tuple(plan.back.shape) != (math.prod(shape),):   # no plan, or positions broadcast over x
-                index = self.index.expand(shape).reshape(-1).cpu().numpy()
-                plan = Plan.pack(**rotation_layout(index)).to(self.maps.device)
-            into, into_keep, chunk_map = plan.into, plan.into_keep, plan.chunk_map
-            if plan.chunks and not torch.compiler.is_compiling():                # eager: skip the padding chunks
-                c = len(into) // len(chunk_map)
-                into, into_keep, chunk_map = into[:plan.chunks * c], into_keep[:plan.chunks * c], chunk_map[:plan.chunks]
-            keep = [k.to(self.maps.dtype) for k in (into_keep, plan.back_keep)]
-            self._cache[shape] = (_Gather.apply(self.maps, chunk_map), (into, keep[0], plan.back, keep[1]))
-        return self._cache[shape]
-
-    def rotate(self, *xs:Tensor # one or more tensors `[*batch, heads, length, dim]` (e.g. queries and keys)
-              ) -> Tensor|tuple[Tensor, ...]: # `M x` per token for each, same shape and dtype
-        "Apply each token's map to its vector, without a matrix per token; several tensors share one pass over the maps."
-        if not xs: raise ValueError("rotate needs at least one tensor")
-        for x in xs:
-            if not isinstance(x, Tensor) or not x.is_floating_point():
-                raise TypeError(f"x must be a floating-point tensor (queries or keys), got {getattr(x, 'dtype', type(x).__name__)}: "
-                                f"rotated integers would be truncated")
-        if any(x.shape != xs[0].shape for x in xs):
-            raise ValueError(f"tensors rotated together must have one shape, got {[tuple(x.shape) for x in xs]}")
-        x = xs[0]
-        if x.ndim < 3 or x.shape[-3] != self.num_heads or x.shape[-1] != self.head_dim:
-            raise ValueError(f"x must be [..., num_heads={self.num_heads}, length, head_dim={self.head_dim}], "
-                             f"got {tuple(x.shape)}")
-        *lead, H, L, d = x.shape
-        if self.index.shape[-1] != L:
-            raise ValueError(f"the positions are for {self.index.shape[-1]} tokens but x {tuple(x.shape)} has length {L}")
-        shape, I = (*lead, L), tuple(self.index.shape)               # (torch.broadcast_shapes costs ~50 µs a call)
-        if len(I) > len(shape) or any(a not in (1, b) for a, b in zip(I[::-1], shape[::-1])):
-            raise ValueError(f"positions of shape {tuple(self.index.shape)} do not fit x {tuple(x.shape)}: "
-                             f"expected [..., length] broadcastable to {(*lead, L)}")
-        with _exact(x):
-            if self.by_position: y = _rotate_by_position(self.maps, torch.stack(xs) if len(xs) > 1 else x)
-            elif self.plan is None and math.prod(shape) * H * d * d <= self.dense_limit:   # small: a matrix per token
-                if "dense" not in self._cache: self._cache["dense"] = self.full().movedim(-3, -4).contiguous()
-                M = self._cache["dense"]                                 # [*index lead, H, L, d, d]
-                y = (M * (torch.stack(xs) if len(xs) > 1 else x).to(M.dtype)[..., None, :]).sum(-1)
-            else:
-                y = _rotate_chunks(*self._layout(shape), xs)
-                if len(xs) == 1: y = y[0]
-        y = y.to(x.dtype)
-        return y if len(xs) == 1 else tuple(y.unbind(0))
 
 # %% ../nbs/04_algebraic.ipynb #d63e5f8d
 _INITS = ("rope", "rope_mixed", "random")
@@ -451,52 +302,6 @@ class SequenceAPE(OrthogonalPE):
 
 
 # %% ../nbs/04_algebraic.ipynb #b481d77e
-def _folded(x:Tensor, W:Tensor) -> Tensor:
-    "`x @ W` for x `[m, H, d, d]` and one W `[H, d, d]` per head: H products of `[m*d, d] @ [d, d]` (large ones, not m*H small)."
-    m, H, d, _ = x.shape
-    return (x.transpose(0, 1).reshape(H, m * d, d) @ W).view(H, m, d, d).transpose(0, 1)
-
-class _LevelProducts(torch.autograd.Function):
-    "Maps of all nodes level by level: the rows of one (level, slot) group are their parents' maps @ G[slot], one product per head."
-    @staticmethod
-    def forward(ctx, G, parent, groups, U):   # G [n, H, d, d]; groups: (slot, a, b) in level order
-        H, d = G.shape[1], G.shape[-1]
-        out = torch.eye(d, dtype=G.dtype, device=G.device).expand(U, H, d, d).contiguous()   # root, padding: identity
-        with _exact(G):
-            for s, a, b in groups: out[a:b] = _folded(out.index_select(0, parent[a:b]), G[s])
-        ctx.save_for_backward(G, parent, out); ctx.groups = groups
-        return out
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, g):   # deepest level first: a node's gradient is complete before it goes to its parent
-        G, parent, out = ctx.saved_tensors
-        g, gG = g.clone(), torch.zeros_like(G)
-        H, d = G.shape[1], G.shape[-1]
-        with _exact(g):
-            for s, a, b in reversed(ctx.groups):
-                par, gm = out.index_select(0, parent[a:b]), g[a:b]
-                m = b - a
-                gG[s] += par.transpose(0, 1).reshape(H, m * d, d).mT @ gm.transpose(0, 1).reshape(H, m * d, d)
-                up = parent[a:b]                                         # distinct: one child per parent and slot
-                g.index_copy_(0, up, g.index_select(0, up) + _folded(gm, G[s].mT))   # dM_parent += dM G_s^T
-        return gG, None, None, None
-
-def _tree_maps(G:Tensor, # [n, H, d, d] generators
-               plan:Plan, # `plans.tree_plan`: slot, parent, jumps, groups
-              ) -> Tensor: # [U, H, d, d]: the product of the generators along each node's root path
-    "Maps of all distinct nodes: by doubling where the shapes must not depend on the trie (traced) or few products repeat; else level by level."
-    (U,), steps, (_, H, d, _) = plan.slot.shape, plan.jumps.shape[0], G.shape
-    if torch.compiler.is_compiling() or U * max(steps - 1, 0) * H * d ** 3 <= _DOUBLING_WORK or not plan.groups:
-        d = G.shape[-1]
-        with _exact(G):
-            P = torch.cat([torch.eye(d, dtype=G.dtype, device=G.device).expand(1, *G.shape[1:]), G]).index_select(0, plan.slot)
-            for k in range(steps): P = _Product.apply(_Gather.apply(P, plan.jumps[k]), P)   # P[a_k] P: twice the path
-        return P
-    return _LevelProducts.apply(G, plan.parent, plan.groups, U)
-
-_DOUBLING_WORK = 2 ** 23   # multiply-adds doubling does beyond the level walk (U (steps - 1) H d^3) that a CPU pays for its fewer operations
-
 class TreeAPE(OrthogonalPE):
     "Algebraic PE of trees: one orthogonal generator per branch and head; a node's map is the product along its root path."
     def __init__(self, head_dim:int, # head dimension
@@ -520,7 +325,7 @@ class TreeAPE(OrthogonalPE):
         if tuple(plan.node.shape) != tuple(positions.shape):
             raise ValueError(f"the positions' plan is for shape {tuple(plan.node.shape)} but the positions have shape "
                              f"{tuple(positions.shape)}: make the plan again (`with_plan`)")
-        return PositionMaps(_tree_maps(self.generators(), plan), plan.node, plan)
+        return PositionMaps(tree_maps(self.generators(), plan), plan.node, plan)
 
     def extra_repr(self): return f"head_dim={self.head_dim}, n={self.n}, num_heads={self.num_heads}, init={self.init!r}"
 

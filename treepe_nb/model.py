@@ -15,7 +15,8 @@ from .trees import Tree, TreePositions, batch_positions, check_order
 from .attention import (ENCODINGS, check_encoding, check_heads, check_reads, positions_modality,
                                  PositionEncoding, PreparedPositions, MultiHeadAttention, KVCache)
 from .tracking import ArityVocab, TreeTracker
-from .algebraic import OrthogonalPE, PositionMaps, TreeAPE
+from .algebraic import OrthogonalPE, TreeAPE
+from .maps import PositionMaps
 
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'check_number', 'ModelConfig', 'TransformerConfig', 'EncoderLayer', 'DecoderLayer', 'Transformer',
