@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from treepe_nb.additive import AdditiveTreePE, YamlVocab, yaml_documents, yaml_nodes
 from treepe_nb.trees import Tree, TreePositions, batch_positions
-from treepe_nb.readers import NodeKind, read_yaml
+from treepe_nb.yaml_reader import NodeKind, read_yaml
 
 from strategies import cuda
 

@@ -170,7 +170,7 @@ def test_fuzz_from_parents(fuzz):
 def test_fuzz_tree_constructor_positions_and_limits(fuzz):
     "The constructor with any labels and arrays; positions, batches and read_yaml with any limits."
     from treepe_nb.trees import batch_positions
-    from treepe_nb.readers import read_yaml
+    from treepe_nb.yaml_reader import read_yaml
     def check(a):
         labels, parent, slot, order, max_depth, overflow, max_nodes = a
         t = accepts(lambda: Tree(labels, parent, slot), ("parent", "slot", "label", "node", "labels"))
@@ -194,7 +194,7 @@ def test_fuzz_yaml_readers(fuzz):
 
 def test_fuzz_yaml_limits_and_plain_data(fuzz):
     "read_yaml with any stream limits and either oversize policy; load_yaml_data with any text and limits."
-    from treepe_nb.readers import SkippedDocument, load_yaml_data, read_yaml
+    from treepe_nb.yaml_reader import SkippedDocument, load_yaml_data, read_yaml
     limits = st.one_of(st.integers(-1, 40), st.sampled_from([1.5, "9", None, True]))
     def check(a):
         text, max_nodes, total, work, oversize = a

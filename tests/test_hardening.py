@@ -13,7 +13,8 @@ from treepe_nb.sequence import LearnedPE, ShawRelativeAttention, SinusoidalPE, a
 from treepe_nb.stack import TreePositionalEncoding, compose, stack_encode
 from treepe_nb.tracking import ArityVocab, TreeTracker
 from treepe_nb.trees import Tree, TreePositions, batch_positions, collate_positions
-from treepe_nb.readers import python_functions, read_yaml
+from treepe_nb.readers import python_functions
+from treepe_nb.yaml_reader import read_yaml
 
 LONG = dict(dtype=torch.long)
 DEEP = Tree.from_sexpr("(a (b (c d)) e)")

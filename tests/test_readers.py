@@ -7,7 +7,7 @@ import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
 
-from treepe_nb.readers import SkippedDocument, load_yaml_data, read_yaml
+from treepe_nb.yaml_reader import SkippedDocument, load_yaml_data, read_yaml
 from treepe_nb.trees import Tree
 
 

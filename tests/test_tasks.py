@@ -322,7 +322,7 @@ def test_py_docstring2ast_split_by_module_and_policies():
 
 @pytest.mark.parametrize("target", ["bigram", "trigram"])
 def test_yaml_keys_masks_and_targets(target):
-    from treepe_nb.readers import NodeKind
+    from treepe_nb.yaml_reader import NodeKind
     task = make_task("yaml-keys", target=target, sizes=(60, 20, 20))
     mask_id = int(task.src_vocab.encode(["<mask>"])[0])
     files = [{e.meta["file"] for e in s} for s in task.splits.values()]

@@ -13,7 +13,7 @@ import torch
 from torch import nn, Tensor
 from .sequence import sinusoidal
 from .positions import TreePositions, check_limit, check_overflow, collate_positions, first_index
-from .readers import NodeKind, YamlTree, link_path, link_steps, read_yaml
+from .yaml_reader import NodeKind, YamlTree, link_path, link_steps, read_yaml
 
 # %% auto #0
 __all__ = ['YamlNode', 'yaml_documents', 'yaml_nodes', 'AdditiveTreePE', 'YamlInputs', 'YamlVocab']

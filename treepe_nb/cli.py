@@ -16,7 +16,7 @@ from .attention import ENCODINGS
 from .model import ModelConfig
 from .tasks import PRESETS, TASKS, TaskConfig
 from .runs import Run, read_metrics
-from .readers import load_yaml_data
+from .yaml_reader import load_yaml_data
 from .config import (TrainConfig, import_modules, nested_settings, read_run_file, resolve_device,
                               BEST_METRICS, AMP_MODES)
 from .train import eval_record, evaluate, train, Interrupted

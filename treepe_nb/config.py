@@ -14,7 +14,7 @@ import yaml
 
 from .model import ModelConfig, check_number
 from .tasks import TaskConfig
-from .readers import load_yaml_data
+from .yaml_reader import load_yaml_data
 
 # %% auto #0
 __all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'RUN_FILE_LIMIT', 'import_modules', 'TrainConfig',

@@ -12,7 +12,8 @@ from pathlib import Path, PurePosixPath
 from typing import Sequence
 import numpy as np
 from .trees import Tree, content_key
-from .readers import NodeKind, read_yaml, stdlib_sources, SkippedDocument
+from .readers import stdlib_sources
+from .yaml_reader import NodeKind, read_yaml, SkippedDocument
 from .generators import task_rng
 from .tracking import ArityVocab, child_patterns
 from .batching import Example, SeqVocab, arity_ids

@@ -9,18 +9,19 @@ from collections import Counter
 from pathlib import Path
 import numpy as np
 from .trees import Tree, content_key
-from .readers import NodeKind
+from .yaml_reader import NodeKind
 from .tracking import ArityVocab, child_patterns
 from .generators import task_rng
 from .batching import Example, SeqVocab, arity_ids
 from .corpora import ast_leaf_classes
+from .for2lam import parse_for
 
 # %% auto #0
 __all__ = ['FORMATS', 'MAX_INPUT_NODES', 'LINE_LIMIT', 'python_tree', 'read_input', 'to_python', 'read_lines', 'read_pairs',
            'pairs_task']
 
 # %% ../nbs/08e_pairs.ipynb #81be9d68
-FORMATS = ("sexpr", "python", "json", "yaml", "tokens")     # the formats of `read_input`
+FORMATS = ("sexpr", "python", "json", "yaml", "tokens", "for")     # the formats of `read_input`
 
 def python_tree(source:str # Python source code
                ) -> Tree:
@@ -46,6 +47,7 @@ def read_input(value, # text in `format`; for json also a parsed value, for toke
     if not isinstance(value, str): raise ValueError(f"{format}: expected text, got {type(value).__name__} {value!r:.60}")
     if format == "sexpr": return Tree.from_sexpr(value)
     if format == "python": return python_tree(value)
+    if format == "for": return parse_for(value)
     return Tree.from_yaml(value, max_nodes=max_nodes, max_nesting_work=100 * max_nodes)
 
 # %% ../nbs/08e_pairs.ipynb #6d917832

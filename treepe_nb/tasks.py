@@ -15,7 +15,7 @@ import numpy as np
 from torch.utils.data import DataLoader
 from fastcore.basics import patch
 from .trees import Tree, check_order, content_key
-from .readers import NodeKind
+from .yaml_reader import NodeKind
 from .tracking import ArityVocab, child_patterns
 from .generators import (MAX_NODES, OPS_BASE, SEQ_TARGETS, TREE_OPS, c3_step, expected_tree_nodes,
                                   random_binary_trees, random_words, rotate,
