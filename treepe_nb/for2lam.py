@@ -13,9 +13,8 @@ from .generators import MAX_NODES, task_rng
 from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
-__all__ = ['VARIABLES', 'TRANSLATIONS', 'KINDS', 'for_source', 'parse_for', 'run_for', 'lambda_source', 'run_lambda',
-           'for_to_lambda', 'chen_translation', 'left_nested', 'random_for', 'for2lam_pairs', 'for2lam_vocabularies',
-           'for2lam_builder']
+__all__ = ['VARIABLES', 'TRANSLATIONS', 'KINDS', 'for_source', 'run_for', 'lambda_source', 'run_lambda', 'for_to_lambda',
+           'chen_translation', 'left_nested', 'random_for', 'for2lam_pairs', 'for2lam_vocabularies', 'for2lam_builder']
 
 # %% ../nbs/08d_for2lam.ipynb #1a8da712
 VARIABLES = ("x", "y", "z")     # the program variables of the generated programs
@@ -118,122 +117,6 @@ def for_source(tree:Tree, # a For program
             lines.append(f"{pad}for {v} = {ex(k[1])}; {ex(k[2])}; {v} = {ex(k[3])} do")
             todo += [("endfor" + after, level), (k[4], level + 1, "")]
     return "\n".join(lines)
-
-# %% ../nbs/08d_for2lam.ipynb #fb07dbdd
-_FOR_TOKEN = re.compile(r"\s*(?:(?P<tok>[0-9]+|[A-Za-z_][A-Za-z0-9_]*|==|[-+<>=;()])|(?P<bad>\S))")
-_FOR_WORDS = {"if", "then", "else", "endif", "for", "do", "endfor"}
-_ARITH_RANK = {"+": 2, "-": 2, "==": 1, "<": 1, ">": 1}
-
-def _for_tokens(text:str) -> list:
-    "(token, line, column) of For source text; a `ValueError` at the first character no token starts with."
-    out, line, start = [], 1, 0
-    for m in _FOR_TOKEN.finditer(text):
-        skipped = text[m.start():m.start("tok") if m.group("tok") else m.start("bad")]
-        line, start = line + skipped.count("\n"), (m.start() + skipped.rfind("\n") + 1) if "\n" in skipped else start
-        at = m.start("tok") if m.group("tok") else m.start("bad")
-        if m.group("bad"): raise ValueError(f"line {line}, column {at - start + 1}: {m.group('bad')!r} is not For syntax")
-        out.append((m.group("tok"), line, at - start + 1))
-    return out
-
-class _ForParser:
-    "An iterative reader of For source (no recursion over nesting): statements with a stack of open blocks, expressions by precedence."
-    def __init__(self, text:str):
-        self.toks, self.i = _for_tokens(text), 0
-
-    def peek(self): return self.toks[self.i][0] if self.i < len(self.toks) else None
-
-    def where(self) -> str:
-        if self.i < len(self.toks): return f"line {self.toks[self.i][1]}, column {self.toks[self.i][2]}"
-        return "at the end of the program"
-
-    def fail(self, what:str):
-        got = self.peek()
-        raise ValueError(f"{self.where()}: expected {what}, got {'the end of the program' if got is None else repr(got)}")
-
-    def take(self, token:str):
-        if self.peek() != token: self.fail(repr(token))
-        self.i += 1
-
-    def name(self) -> str:
-        t = self.peek()
-        if t is None or not _IDENT.match(t) or t in _FOR_WORDS: self.fail("a variable name")
-        self.i += 1
-        return t
-
-    def expression(self, test:bool=False):
-        "An expression (`test`: two expressions compared by ==, < or >), as nested `(label, [children])`."
-        out, ops, want_operand, compared = [], [], True, False
-        def reduce():
-            op = ops.pop()
-            b, a = out.pop(), out.pop()
-            out.append((op, [a, b]))
-        while True:
-            t = self.peek()
-            if want_operand:
-                if t == "(": ops.append("("); self.i += 1; continue
-                if t == "-" and self.i + 1 < len(self.toks) and self.toks[self.i + 1][0].isdigit():
-                    out.append("-" + self.toks[self.i + 1][0]); self.i += 2
-                elif t is not None and (t.isdigit() or _IDENT.match(t) and t not in _FOR_WORDS): out.append(t); self.i += 1
-                else: self.fail("a number, a variable or '('")
-                want_operand = False
-            elif t == ")" and "(" in ops:
-                while ops[-1] != "(": reduce()
-                ops.pop(); self.i += 1
-            elif t in _ARITH_RANK and (_ARITH_RANK[t] == 2 or test):
-                if _ARITH_RANK[t] == 1:
-                    if compared or "(" in ops: self.fail("'+', '-' or the end of the test (one comparison per test, outside parentheses)")
-                    compared = True
-                while ops and ops[-1] != "(" and _ARITH_RANK[ops[-1]] >= _ARITH_RANK[t]: reduce()
-                ops.append(t); self.i += 1; want_operand = True
-            else:
-                if "(" in ops: self.fail("')'")
-                if test and not compared: self.fail("'==', '<' or '>' (a test compares two expressions)")
-                while ops: reduce()
-                return out[0]
-
-    def program(self):
-        "The whole text as one For program: sequences nested to the right, as the generator nests them."
-        blocks = [("top", [])]                       # open blocks: (kind, statements so far, what the statement needs)
-        while True:
-            t = self.peek()
-            if t == "if":
-                self.i += 1; test = self.expression(test=True); self.take("then")
-                blocks.append(("then", [], test)); continue
-            if t == "for":
-                self.i += 1; v = self.name(); self.take("="); start = self.expression(); self.take(";")
-                test = self.expression(test=True); self.take(";")
-                at = self.where()
-                if self.name() != v: raise ValueError(f"{at}: a for loop updates its own variable {v!r}")
-                self.take("="); step = self.expression(); self.take("do")
-                blocks.append(("do", [], (v, start, test, step))); continue
-            v = self.name(); self.take("="); blocks[-1][1].append(("assign", [v, self.expression()]))
-            while True:                                  # after a statement: ';', or the end of blocks
-                t, (kind, stmts, *info) = self.peek(), blocks[-1]
-                if t == ";": self.i += 1; break
-                if kind == "then" and t == "else": self.i += 1; blocks[-1] = ("else", [], (info[0], _sequence(stmts))); break
-                if kind == "else" and t == "endif":
-                    self.i += 1; blocks.pop(); test, then = info[0]
-                    blocks[-1][1].append(("if", [test, then, _sequence(stmts)])); continue
-                if kind == "do" and t == "endfor":
-                    self.i += 1; blocks.pop(); v, start, test, step = info[0]
-                    blocks[-1][1].append(("for", [v, start, test, step, _sequence(stmts)])); continue
-                if kind == "top" and t is None: return _sequence(stmts)
-                self.fail({"top": "';' or the end of the program", "then": "';' or 'else'", "else": "';' or 'endif'",
-                           "do": "';' or 'endfor'"}[kind])
-
-def _sequence(statements:list):
-    "Statements as one, sequences nested to the right: `seq(s1, seq(s2, s3))`."
-    out = statements[-1]
-    for s in reversed(statements[:-1]): out = ("seq", [s, out])
-    return out
-
-def parse_for(text:str, # For source: statements separated by `;`, as `for_source` writes them (line breaks are free)
-             ) -> Tree: # the For program; sequences nested to the right, as `random_for` nests them
-    "Read a For program from its source text; a `ValueError` gives the line and column of what is wrong."
-    if not isinstance(text, str): raise TypeError(f"expected For source text, got {type(text).__name__}")
-    tree = Tree.from_nested(_ForParser(text).program())
-    _checked(tree, "For")
-    return tree
 
 # %% ../nbs/08d_for2lam.ipynb #1a0ebdcf
 _FOR_OPS = {"+": operator.add, "-": operator.sub, "==": operator.eq, "<": operator.lt, ">": operator.gt}

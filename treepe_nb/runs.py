@@ -241,9 +241,10 @@ def _same_vocabularies(saved:dict, task, folder:Path):
     for side in ("src_vocab", "tgt_vocab"):
         a, b = (json.loads(json.dumps(v.to_dict(), default=str)) for v in (saved[side], getattr(task, side)))
         if a != b:
-            raise ValueError(f"the task rebuilt from {folder}/config.yaml has another {side.replace('_', ' ')}ulary "
-                             f"({len(getattr(task, side))} entries) than the run saved in vocab.json ({len(saved[side])}): "
-                             f"its data changed since the run was trained, and the model's ids would name other tokens")
+            which = "source" if side == "src_vocab" else "target"
+            raise ValueError(f"the task rebuilt from {folder}/config.yaml has a {which} vocabulary ({len(getattr(task, side))} "
+                             f"entries) other than the one the run saved in vocab.json ({len(saved[side])} entries): its "
+                             f"data changed since the run was trained, and the model's ids would name other tokens")
 
 class Run:
     "A run folder with one checkpoint loaded: its settings, its task's facts, its model; its records, summary and lock."
