@@ -14,8 +14,8 @@ import numpy as np
 from .trees import Tree, content_key
 from .readers import stdlib_sources
 from .yaml_reader import NodeKind, read_yaml, SkippedDocument
-from .generators import task_rng
-from .tracking import ArityVocab, child_patterns
+from .generators import seeded_sample, task_rng
+from .tracking import BINARY_PATTERNS, ArityVocab
 from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
@@ -237,12 +237,7 @@ def docstring2ast_task(seed, sizes, order, # as every task builder takes them (`
         if not 1 <= len(words) <= max_words or len(f["body"]) > max_example_nodes: continue
         u = int.from_bytes(hashlib.sha256(f["module"].encode()).digest()[:8], "big") / 2 ** 64
         rows[int(np.searchsorted(frac, u, side="right"))].append((f, words))
-    for k in range(3):                                         # a seeded sample of at most sizes[k], in source order
-        if len(rows[k]) > sizes[k]:
-            keep = np.sort(
-                task_rng(seed, "py-docstring2ast", k).choice(len(rows[k]), sizes[k], replace=False)
-            )
-            rows[k] = [rows[k][i] for i in keep]
+    rows = [seeded_sample(r, sizes[k], seed, "py-docstring2ast", k) for k, r in enumerate(rows)]   # in source order
     classes = [[ast_leaf_classes(f["body"]) for f, _ in split] for split in rows]
     word_counts, leaf_counts = Counter(), Counter()
     for (f, words), cls in zip(rows[0], classes[0]):
@@ -262,10 +257,7 @@ def docstring2ast_task(seed, sizes, order, # as every task builder takes them (`
             examples.append(Example(np.array(words, dtype=object), tgt, src_vocab.encode(words, unknown="unk"), None,
                                     meta=dict(module=f["module"], function=f["name"], line=f["line"], doc=f["doc"])))
         splits.append(examples)
-    seen = {}
-    for e in splits[0]:
-        for key in zip(e.tgt.labels, child_patterns(e.tgt)): seen.setdefault(key, None)
-    tgt_vocab = ArityVocab([*seen, *(("<unk>", p) for p in ((), (0,), (1,), (0, 1)))], n=2)
+    tgt_vocab = ArityVocab.from_trees([e.tgt for e in splits[0]], n=2, unknown=BINARY_PATTERNS)
     for examples in splits:
         for e, ids in zip(examples, arity_ids(tgt_vocab, [e.tgt for e in examples], unknown="<unk>")):
             e.tgt_ids = ids
@@ -387,11 +379,7 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
         if k:                                                       # disjoint: no dev/test document equals a train one
             before, rows[k] = len(rows[k]), [d for d in rows[k] if _doc_key(d) not in train]
             removed[("dev", "test")[k - 1]] = before - len(rows[k])
-        if len(rows[k]) > sizes[k]:
-            rows[k] = [
-                rows[k][i]
-                for i in np.sort(task_rng(seed, "yaml-keys", k).choice(len(rows[k]), sizes[k], replace=False))
-            ]
+        rows[k] = seeded_sample(rows[k], sizes[k], seed, "yaml-keys", k)
         if not k: train = {_doc_key(d) for d in rows[0]}
     tok_counts, tgt_counts = Counter(), Counter()
     for d in rows[0]:

@@ -10,8 +10,9 @@ import numpy as np
 from .trees import Tree
 
 # %% auto #0
-__all__ = ['SEQ_TARGETS', 'MAX_NODES', 'TREE_OPS', 'OPS_BASE', 'task_rng', 'random_words', 'tree_depths', 'expected_tree_nodes',
-           'random_binary_trees', 'flat_trees', 'rotate', 'c3_step', 'tree_op', 'tree_ops_source']
+__all__ = ['SEQ_TARGETS', 'MAX_NODES', 'TREE_OPS', 'OPS_BASE', 'task_rng', 'seeded_sample', 'random_words', 'tree_depths',
+           'expected_tree_nodes', 'random_binary_trees', 'flat_trees', 'rotate', 'c3_step', 'tree_op',
+           'tree_ops_source']
 
 # %% ../nbs/08_generators.ipynb #85285329
 def task_rng(seed:int, # the user's seed
@@ -21,6 +22,15 @@ def task_rng(seed:int, # the user's seed
     words = [int(seed)] + [zlib.crc32(k.encode()) if isinstance(k, str) else int(k) for k in keys]
     if any(w < 0 for w in words): raise ValueError(f"seed and keys must be >= 0, got {words}")
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(words)))
+
+# %% ../nbs/08_generators.ipynb #21d66ab8
+def seeded_sample(items:Sequence, # a split's items, in their order (e.g. file order)
+                  size:int, # the most items kept
+                  seed:int, *keys:int|str, # `task_rng`'s seed and keys (task name, split index)
+                 ) -> list:
+    "At most `size` of `items`, a sample drawn from `task_rng(seed, *keys)` and kept in the items' order."
+    if len(items) <= size: return list(items)
+    return [items[i] for i in np.sort(task_rng(seed, *keys).choice(len(items), size, replace=False))]
 
 # %% ../nbs/08_generators.ipynb #03e311a6
 SEQ_TARGETS = {"copy": lambda w: w, "reverse": lambda w: w[::-1], "repeat": lambda w: np.concatenate([w, w])}

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 from .trees import Tree, content_key
 from .yaml_reader import NodeKind
-from .tracking import ArityVocab, child_patterns
-from .generators import task_rng
+from .tracking import ArityVocab
+from .generators import seeded_sample, task_rng
 from .batching import Example, SeqVocab, arity_ids
 from .corpora import ast_leaf_classes
 from .for2lam import for_source
@@ -286,10 +286,6 @@ def read_pairs(path:str|Path, # a JSONL file
     return out, {"file": str(path), "pairs": len(out), "too_large": large, "blank_lines": blank}
 
 # %% ../nbs/08e_pairs.ipynb #afa69627
-def _sample(rows:list, size:int, seed:int, k:int) -> list:
-    if len(rows) <= size: return rows
-    return [rows[i] for i in np.sort(task_rng(seed, "pairs", k).choice(len(rows), size, replace=False))]
-
 def _split(seed, sizes, data, dev, test, fmts, limits):
     if bool(dev) != bool(test): raise ValueError("give both dev= and test= files, or neither (a seeded split of data=)")
     if not data: raise ValueError("the pairs task needs a data file: --task-option data=FILE.jsonl (JSON lines with "
@@ -310,7 +306,7 @@ def _split(seed, sizes, data, dev, test, fmts, limits):
                              f"dev= and test= files")
         cut = [perm[n_dev + n_test:], perm[:n_dev], perm[n_dev:n_dev + n_test]]
         rows = [[whole[i] for i in sorted(c)] for c in cut]
-    return [_sample(r, s, seed, k) for k, (r, s) in enumerate(zip(rows, sizes))], reports, dropped, \
+    return [seeded_sample(r, s, seed, "pairs", k) for k, (r, s) in enumerate(zip(rows, sizes))], reports, dropped, \
            [max(0, len(r) - s) for r, s in zip(rows, sizes)]
 
 # %% ../nbs/08e_pairs.ipynb #bf55d259
@@ -353,9 +349,7 @@ def pairs_task(seed, sizes, order, data:str="", # the data file (JSON lines with
     else:
         rows = [[(s, Tree([rare(l) for l in t.labels], t.parent, t.slot, validate=False), w, k) for s, t, w, k in r]
                 for r in rows]
-        seen = {key: None for _, t, _, _ in rows[0] for key in zip(t.labels, child_patterns(t))}
-        patterns = {p: None for _, p in seen}
-        tgt_vocab = ArityVocab([*seen, *(("<unk>", p) for p in patterns if ("<unk>", p) not in seen)], n)
+        tgt_vocab = ArityVocab.from_trees([t for _, t, _, _ in rows[0]], n, unknown="seen")
     splits = []
     for r in rows:
         tgt_ids = (_encode_targets(tgt_vocab, r) if fmts[1] != "tokens" else

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Callable
 import numpy as np
 from .trees import Tree
-from .tracking import ArityVocab, child_patterns
-from .generators import task_rng
+from .tracking import BINARY_PATTERNS, ArityVocab
+from .generators import seeded_sample
 from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
@@ -161,14 +161,10 @@ def semparse_builder(dataset:str, # "geo" or "atis"
         splits, report = semparse_splits(dataset, data, entities)
         rows, unused = [], []
         for k, s in enumerate(_SPLITS):                 # a seeded sample of at most sizes[k], in file order
-            pairs = splits[s]
-            keep = range(len(pairs)) if len(pairs) <= sizes[k] else np.sort(task_rng(seed, dataset, k).choice(len(pairs), sizes[k], replace=False))
-            rows.append([(pairs[i][0], pairs[i][1].lcrs()) for i in keep]); unused.append(len(pairs) - len(keep))
+            kept = seeded_sample(splits[s], sizes[k], seed, dataset, k)
+            rows.append([(words, t.lcrs()) for words, t in kept]); unused.append(len(splits[s]) - len(kept))
         src_vocab = SeqVocab.from_counts(Counter(w for words, _ in rows[0] for w in words))
-        seen = {}
-        for _, t in rows[0]:
-            for key in zip(t.labels, child_patterns(t)): seen.setdefault(key, None)
-        tgt_vocab = ArityVocab([*seen, *(("<unk>", p) for p in ((), (0,), (1,), (0, 1)))], n=2)
+        tgt_vocab = ArityVocab.from_trees([t for _, t in rows[0]], n=2, unknown=BINARY_PATTERNS)
         out = []
         for split in rows:
             ids = arity_ids(tgt_vocab, [t for _, t in split], unknown="<unk>")

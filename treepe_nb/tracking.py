@@ -14,7 +14,7 @@ from fastcore.basics import patch
 from .trees import Tree, TreePositions, check_order, children_csr
 
 # %% auto #0
-__all__ = ['child_patterns', 'ArityVocab', 'TreeTracker']
+__all__ = ['BINARY_PATTERNS', 'child_patterns', 'ArityVocab', 'TreeTracker']
 
 # %% ../nbs/03_tracking.ipynb #8e5cda33
 def child_patterns(tree:Tree) -> list[tuple[int, ...]]:
@@ -24,6 +24,8 @@ def child_patterns(tree:Tree) -> list[tuple[int, ...]]:
     return [tuple(slots[a:b]) for a, b in zip(start[:-1].tolist(), start[1:].tolist())]
 
 # %% ../nbs/03_tracking.ipynb #12dbd2ec
+BINARY_PATTERNS = ((), (0,), (1,), (0, 1))   # every child pattern a binary (LCRS) node can have
+
 class ArityVocab:
     "Tokens for tree decoding: each symbol is a `(label, child-slot pattern)` pair: a token says where its children go."
     specials = ("<pad>", "<start>", "<end>")
@@ -59,8 +61,9 @@ class ArityVocab:
     @classmethod
     def from_trees(cls, trees:Iterable[Tree], # the trees the vocabulary must cover
                    n:int|None=None, # branching factor (None: the largest slot seen + 1, at least 1)
+                   unknown:Iterable[Sequence[int]]|str=(), # child patterns of an `<unk>` token each, or "seen": every pattern of the trees
                   ) -> ArityVocab:
-        "Every `(label, child-slot pattern)` of the trees, in order of first appearance."
+        "Every `(label, child-slot pattern)` of the trees, in order of first appearance, then `<unk>` with each pattern in `unknown` the trees lack."
         if n is not None and (not isinstance(n, (int, np.integer)) or isinstance(n, bool)):
             raise TypeError(f"n must be an int or None, got {type(n).__name__}")
         if n is not None and n < 1: raise ValueError(f"the branching factor n must be >= 1, got {n}")
@@ -73,6 +76,10 @@ class ArityVocab:
         if n is not None and n < width:
             raise ValueError(f"n={n}, but the trees have a node {widest[0]!r} with a child in slot {width - 1}; "
                              f"pass n >= {width}, or binarize the trees with Tree.lcrs() (n=2)")
+        patterns = {p: None for _, p in seen} if unknown == "seen" else {tuple(p): None for p in unknown}
+        far = [p for p in patterns if p and max(p) >= (width if n is None else n)]
+        if far: raise ValueError(f"unknown pattern {far[0]} has a child slot beyond the branching factor n={width if n is None else n}")
+        for p in patterns: seen.setdefault(("<unk>", p), None)      # stand-ins for labels too rare to keep
         return cls(seen, width if n is None else n)
 
     def __len__(self): return len(self.symbols)
