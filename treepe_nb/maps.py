@@ -19,7 +19,8 @@ class _Gather(torch.autograd.Function):
     "`x.index_select(0, idx)` whose backward adds the (made contiguous) gradient rows with `index_add_`: autograd's own scatter is several times slower on a transposed gradient."
     @staticmethod
     def forward(ctx, x, idx):
-        ctx.save_for_backward(idx); ctx.rows = len(x)
+        ctx.save_for_backward(idx)
+        ctx.rows = len(x)
         return x.index_select(0, idx)
 
     @staticmethod
@@ -176,7 +177,8 @@ class _LevelProducts(torch.autograd.Function):
         out = torch.eye(d, dtype=G.dtype, device=G.device).expand(U, H, d, d).contiguous()   # root, padding: identity
         with _exact(G):
             for s, a, b in groups: out[a:b] = _folded(out.index_select(0, parent[a:b]), G[s])
-        ctx.save_for_backward(G, parent, out); ctx.groups = groups
+        ctx.save_for_backward(G, parent, out)
+        ctx.groups = groups
         return out
 
     @staticmethod
