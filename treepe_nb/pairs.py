@@ -94,7 +94,7 @@ class _ForParser:
 
     def expression(self, test:bool=False):
         "An expression (`test`: two expressions compared by ==, < or >), as nested `(label, [children])`."
-        out, ops, want_operand, compared = [], [], True, False
+        out, ops, want_operand, compared, open_ = [], [], True, False, 0   # open_: parentheses not yet closed
         def reduce():
             op = ops.pop()
             b, a = out.pop(), out.pop()
@@ -102,23 +102,23 @@ class _ForParser:
         while True:
             t = self.peek()
             if want_operand:
-                if t == "(": ops.append("("); self.i += 1; continue
+                if t == "(": ops.append("("); open_ += 1; self.i += 1; continue
                 if t == "-" and self.i + 1 < len(self.toks) and self.toks[self.i + 1][0].isdigit():
                     out.append("-" + self.toks[self.i + 1][0]); self.i += 2
                 elif t is not None and (t.isdigit() or _FOR_NAME.match(t) and t not in _FOR_WORDS): out.append(t); self.i += 1
                 else: self.fail("a number, a variable or '('")
                 want_operand = False
-            elif t == ")" and "(" in ops:
+            elif t == ")" and open_:
                 while ops[-1] != "(": reduce()
-                ops.pop(); self.i += 1
+                ops.pop(); open_ -= 1; self.i += 1
             elif t in _ARITH_RANK and (_ARITH_RANK[t] == 2 or test):
                 if _ARITH_RANK[t] == 1:
-                    if compared or "(" in ops: self.fail("'+', '-' or the end of the test (one comparison per test, outside parentheses)")
+                    if compared or open_: self.fail("'+', '-' or the end of the test (one comparison per test, outside parentheses)")
                     compared = True
                 while ops and ops[-1] != "(" and _ARITH_RANK[ops[-1]] >= _ARITH_RANK[t]: reduce()
                 ops.append(t); self.i += 1; want_operand = True
             else:
-                if "(" in ops: self.fail("')'")
+                if open_: self.fail("')'")
                 if test and not compared: self.fail("'==', '<' or '>' (a test compares two expressions)")
                 while ops: reduce()
                 return out[0]
