@@ -13,6 +13,7 @@ Measurements (each worker imports `treepe_nb` from its side's folder):
   step of each (a dispatch-mode counter), forward + backward;
 * `cell`: chapter 10's cell tree-rotate-dfs-ape-tree-s0 end to end (training 1000 steps, dev evaluations, test
   decoding), as `tools/throughput.py` runs it;
+* `breakdown` (this checkout only): where ape-tree's extra time goes on the For2Lam-long batch (`work_breakdown`);
 * `compile` (this checkout only): the chapter-10 step of `none` and `ape-tree`, eager against `torch.compile`
   (inductor, the default backend), alternated, on one batch (one padded shape: compiling a graph costs minutes on
   this CPU), and the same on the For2Lam-long batch; the compilation time is reported apart.
@@ -145,8 +146,56 @@ def work_compile(args):
     return out
 
 
-WORKERS = {"steps": work_steps, "cell": work_cell, "compile": work_compile}
-THIS_ONLY = ("compile",)
+def _best_ms(fns:dict, repeat:int, rounds:int=5) -> dict:
+    "Milliseconds per call of each function, the calls alternated, best of `rounds` rounds of `repeat` calls."
+    best = {k: float("inf") for k in fns}
+    for r in range(rounds + 1):                                     # round 0 warms up
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(repeat): f()
+            if r: best[k] = min(best[k], 1e3 * (time.perf_counter() - t0) / repeat)
+    return best
+
+
+def work_breakdown(args):
+    """Where ape-tree's extra time goes on the For2Lam-long batch: each side's maps (forward and backward) and one
+    rotation of queries and keys, or of one tensor, against the naive rotation (a matrix gathered per token); the
+    layout's sizes; and the steps of `none` and `ape-tree`, alternated in the same process."""
+    import torch
+    from treepe_nb.maps import PositionMaps, tree_maps
+    from treepe_nb.train import batch_loss
+    task = {**FOR2LAM_LONG, "options": {"translation": "cps"}}
+    built = {pe: _setup(pe, task, batches=1) for pe in ("none", "ape-tree")}
+    steps = _alternated({pe: _step_fn(m, o, batch_loss) for pe, (m, o, d) in built.items()},
+                        {pe: d for pe, (m, o, d) in built.items()}, args.repeat)
+    model, _, (b,) = built["ape-tree"]
+    out = {"step_ms": {pe: 1e3 * s for pe, s in steps.items()},
+           "layers": {"encoder": model.cfg.enc_layers, "decoder": model.cfg.dec_layers}}
+    for side, pos, enc in (("source", b.src_pos, model.src_encoding.module), ("target", b.tgt_pos, model.tgt_encoding.module)):
+        plan, G = pos.plan, enc.generators().detach().requires_grad_()
+        (_, H, d, _), (B, L) = G.shape, pos.shape
+        q, k = (torch.randn(B, H, L, d, requires_grad=True) for _ in range(2))
+        M = tree_maps(G, plan).detach().requires_grad_()
+        node = plan.node.reshape(-1)
+        def maps(): tree_maps(G, plan).sum().backward()
+        def rotate_two():
+            yq, yk = PositionMaps(M, plan.node, plan).rotate(q, k); (yq.sum() + yk.sum()).backward()
+        def rotate_one(): PositionMaps(M, plan.node, plan).rotate(q).sum().backward()
+        def naive_two():                                            # a matrix per token, gathered, then one matmul each
+            per_token = torch.cat([M, M.new_zeros(1, H, d, d)]).index_select(0, node.where(node >= 0, len(M)))
+            x = torch.stack([q, k], -1).transpose(1, 2).reshape(-1, H, d, 2)
+            (per_token @ x).sum().backward()
+        times = _best_ms({"maps": maps, "rotate_two": rotate_two, "rotate_one": rotate_one, "naive_two": naive_two}, 5)
+        c = len(plan.into) // len(plan.chunk_map)
+        out[side] = {"ms": times, "tokens": int((pos.depth >= 0).sum()), "distinct_maps": int(plan.slot.shape[0]),
+                     "level_groups": len(plan.groups), "chunks": int(plan.chunks), "chunk_size": c,
+                     "products_per_rotation": int(plan.chunks) * H, "heads": H, "head_dim": d}
+    out["seconds"] = out["step_ms"]["ape-tree"] / 1e3
+    return out
+
+
+WORKERS = {"steps": work_steps, "cell": work_cell, "compile": work_compile, "breakdown": work_breakdown}
+THIS_ONLY = ("compile", "breakdown")
 
 
 def _git(*a) -> str:
