@@ -158,11 +158,12 @@ def _best_ms(fns:dict, repeat:int, rounds:int=5) -> dict:
 
 
 def work_breakdown(args):
-    """Where ape-tree's extra time goes on the For2Lam-long batch: each side's maps (forward and backward) and one
-    rotation of queries and keys, or of one tensor, against the naive rotation (a matrix gathered per token); the
-    layout's sizes; and the steps of `none` and `ape-tree`, alternated in the same process."""
+    """Where ape-tree's extra time goes on the For2Lam-long batch, forward and backward: each side's maps, the gather of
+    its chunks' maps (once per side and step), one layer's rotation of queries and keys or of one tensor (on the
+    chunks' maps), and the naive rotation (a matrix gathered per token); the layout's sizes; and the steps of `none`
+    and `ape-tree`, alternated in the same process."""
     import torch
-    from treepe_nb.maps import PositionMaps, tree_maps
+    from treepe_nb.maps import PositionMaps, _rotate_chunks, tree_maps
     from treepe_nb.train import batch_loss
     task = {**FOR2LAM_LONG, "options": {"translation": "cps"}}
     built = {pe: _setup(pe, task, batches=1) for pe in ("none", "ape-tree")}
@@ -177,15 +178,18 @@ def work_breakdown(args):
         q, k = (torch.randn(B, H, L, d, requires_grad=True) for _ in range(2))
         M = tree_maps(G, plan).detach().requires_grad_()
         node = plan.node.reshape(-1)
+        Mc, lay = PositionMaps(M.detach(), plan.node, plan)._layout((B, L))   # the chunks' maps: once per side and step
+        Mc = Mc.detach().requires_grad_()                           # a leaf: what each attention layer pays
         def maps(): tree_maps(G, plan).sum().backward()
-        def rotate_two():
-            yq, yk = PositionMaps(M, plan.node, plan).rotate(q, k); (yq.sum() + yk.sum()).backward()
-        def rotate_one(): PositionMaps(M, plan.node, plan).rotate(q).sum().backward()
+        def gather(): PositionMaps(M, plan.node, plan)._layout((B, L))[0].sum().backward()
+        def rotate_two(): _rotate_chunks(Mc, lay, (q, k)).sum().backward()
+        def rotate_one(): _rotate_chunks(Mc, lay, (q,)).sum().backward()
         def naive_two():                                            # a matrix per token, gathered, then one matmul each
             per_token = torch.cat([M, M.new_zeros(1, H, d, d)]).index_select(0, node.where(node >= 0, len(M)))
             x = torch.stack([q, k], -1).transpose(1, 2).reshape(-1, H, d, 2)
             (per_token @ x).sum().backward()
-        times = _best_ms({"maps": maps, "rotate_two": rotate_two, "rotate_one": rotate_one, "naive_two": naive_two}, 5)
+        times = _best_ms({"maps": maps, "gather": gather, "rotate_two": rotate_two, "rotate_one": rotate_one,
+                          "naive_two": naive_two}, 5)
         c = len(plan.into) // len(plan.chunk_map)
         out[side] = {"ms": times, "tokens": int((pos.depth >= 0).sum()), "distinct_maps": int(plan.slot.shape[0]),
                      "level_groups": len(plan.groups), "chunks": int(plan.chunks), "chunk_size": c,
