@@ -191,7 +191,8 @@ def work_breakdown(args):
         times = _best_ms({"maps": maps, "gather": gather, "rotate_two": rotate_two, "rotate_one": rotate_one,
                           "naive_two": naive_two}, 5)
         c = len(plan.into) // len(plan.chunk_map)
-        out[side] = {"ms": times, "tokens": int((pos.depth >= 0).sum()), "distinct_maps": int(plan.slot.shape[0]),
+        out[side] = {"ms": times, "tokens": int((pos.depth >= 0).sum()),
+                     "distinct_maps": int(node[node >= 0].unique().numel()), "map_rows": int(plan.slot.shape[0]),   # rows: padded
                      "level_groups": len(plan.groups), "chunks": int(plan.chunks), "chunk_size": c,
                      "products_per_rotation": int(plan.chunks) * H, "heads": H, "head_dim": d}
     out["seconds"] = out["step_ms"]["ape-tree"] / 1e3
