@@ -147,14 +147,9 @@ def work_compile(args):
 
 
 def _best_ms(fns:dict, repeat:int, rounds:int=5) -> dict:
-    "Milliseconds per call of each function, the calls alternated, best of `rounds` rounds of `repeat` calls."
-    best = {k: float("inf") for k in fns}
-    for r in range(rounds + 1):                                     # round 0 warms up
-        for k, f in fns.items():
-            t0 = time.perf_counter()
-            for _ in range(repeat): f()
-            if r: best[k] = min(best[k], 1e3 * (time.perf_counter() - t0) / repeat)
-    return best
+    "Milliseconds per call of each function (no arguments), alternated as `_alternated` does, best of `rounds` rounds."
+    per_call = _alternated({k: (lambda _, f=f: f()) for k, f in fns.items()}, {k: [None] * repeat for k in fns}, rounds)
+    return {k: 1e3 * s for k, s in per_call.items()}
 
 
 def work_breakdown(args):
