@@ -1,7 +1,7 @@
 """The layout of the package, read with `ast` from `treepe_nb/*.py` (nbdev's `_modidx.py` skipped): no module imports a
 private name (leading underscore) from another module of the package, the modules' imports (module level and inside
 functions) form no cycle, no module imports one of a later chapter beyond the listed exceptions, and no module is
-longer than 600 lines. Each rule is a small function over a dict of module
+longer than 600 lines; a module's `python -m` guard comes after its last module-level statement. Each rule is a small function over a dict of module
 sources, checked on synthetic examples first (so that the rule can fail), then on the package itself."""
 from __future__ import annotations
 
@@ -176,3 +176,25 @@ def test_imports_follow_the_chapter_order():
 @pytest.mark.parametrize("module", sorted(SOURCES))
 def test_module_length(module):
     assert long_modules({module: SOURCES[module]}) == {}, f"{module}.py is longer than {MAX_LINES} lines"
+
+
+def early_main_guards(sources:dict[str, str]) -> dict[str, int]:
+    """Module -> line of its `if __name__ == "__main__"` guard, where a module-level statement follows it: under
+    `python -m` the guard runs the command line before those statements do (a name they import is then missing)."""
+    out = {}
+    for module, source in sources.items():
+        body = ast.parse(source).body
+        for i, node in enumerate(body):
+            if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and i < len(body) - 1:
+                out[module] = node.lineno
+    return out
+
+
+def test_early_main_guard_rule_can_fail():
+    early = 'import sys\nif __name__ == "__main__": main()\nfrom .x import y\n'
+    late = 'import sys\nfrom .x import y\nif __name__ == "__main__": main()\n'
+    assert early_main_guards({"a": early, "b": late}) == {"a": 2}
+
+
+def test_main_guards_come_last():
+    assert early_main_guards(SOURCES) == {}

@@ -223,17 +223,23 @@ def run_cell(cfg:TrainConfig, # the cell
     result.with_suffix(".tmp").replace(result)
     return record
 
-def add_analysis(result:str|Path, # a stored `yaml-keys` record whose run folder still has its best.pt
-                ) -> dict: # the analysis added to the record
-    "Compute `yaml_analysis` for a stored record from its run's checkpoint (for records made before it existed)."
+def add_analysis(result:str|Path, # a stored `yaml-keys` / `k8s-keys` record whose run folder still has its best.pt
+                ) -> list[str]: # the analyses added to the record (none when it had them all)
+    "Compute the analyses a stored record lacks from its run's checkpoint: chapter 10b's, and chapter 10c's nesting probe."
     result = Path(result)
     record = json.loads(result.read_text())
     cfg = TrainConfig.from_dict(record["config"])
+    todo = [k for k, wanted in (("analysis", cfg.task.name in TARGETS),
+                                ("nesting", cfg.task.name == "k8s-keys" and "nesting" not in record.get("note", {})))
+            if wanted and k not in record]
+    if not todo: return []
     loaded = Run(cfg.out, "best", data=True)
     task, model = loaded.task, loaded.model
-    record["analysis"] = yaml_analysis(model, task)
-    result.write_text(json.dumps(record, indent=1))
-    return record["analysis"]
+    if "analysis" in todo: record["analysis"] = yaml_analysis(model, task)
+    if "nesting" in todo: record["note"]["nesting"] = nesting_probe(model, task)
+    result.with_suffix(".tmp").write_text(json.dumps(record, indent=1))
+    result.with_suffix(".tmp").replace(result)
+    return todo
 
 def _stored_by(path:Path) -> str|None:
     "The commit that last changed a file in git, if the file is in a git checkout."
@@ -309,7 +315,7 @@ def experiments_cli(argv:Sequence[str]|None=None):
     "`python -m treepe_nb.experiments run GRID ...`: run the grids' missing cells and store their records."
     p = argparse.ArgumentParser(prog="treepe-experiments", description="Run the comparison grids of chapter 10.")
     p.add_argument("command", choices=["run", "list", "analyse", "trace"],
-                   help="run the missing cells, list the cells, add the YAML analysis to stored yaml-keys records, or "
+                   help="run the missing cells, list the cells, add the YAML analyses to stored yaml-keys / k8s-keys records, or "
                         "add the data and the (inferred) code to stored records made before records stored them")
     p.add_argument("grids", nargs="+", choices=list(GRIDS), help="grids to run")
     p.add_argument("--results", default=None, help=f"where records are stored (default: {results_dir()})")
@@ -340,8 +346,8 @@ def experiments_cli(argv:Sequence[str]|None=None):
     results = Path(args.results) if args.results else results_dir()
     if args.command == "analyse":
         for g in args.grids:
-            for f in sorted((results / g).glob("yaml-keys-*.json")):
-                if "analysis" not in json.loads(f.read_text()): add_analysis(f); print(f"analysed {f}")
+            for f in sorted((results / g).glob("*-keys-*.json")):
+                if added := add_analysis(f): print(f"{f}: added {', '.join(added)}")
         return
     if args.command == "trace":
         for g in args.grids:
@@ -349,9 +355,6 @@ def experiments_cli(argv:Sequence[str]|None=None):
                 if added := trace_record(f): print(f"{f}: added {', '.join(added)}")
         return
     run_grid(args.grids, results, args.work, args.jobs, args.threads, args.seeds, only=args.only, **settings)
-
-if __name__ == "__main__" and "ipykernel" not in sys.modules and "execnb" not in sys.modules:
-    experiments_cli()
 
 # %% ../nbs/10_experiments.ipynb #c7f338fc
 METRICS = ("perplexity", "token_accuracy", "exact_match", "tree_f1")
@@ -430,4 +433,8 @@ PAPER_TABLE_2A = {  # Table 2a: test perplexity on sequences of ~100 tokens (rot
 
 # %% ../nbs/10_experiments.ipynb #30f54861
 from .yaml_keys import encoder_attention, yaml_analysis, k8s_probe   # chapter 10b; run_cell stores them
-from .yaml_note import note_analysis                                   # chapter 10c; so does it
+from .yaml_note import nesting_probe, note_analysis                    # chapter 10c; so does it
+
+# last, so that `python -m treepe_nb.experiments analyse` finds the analyses imported just above
+if __name__ == "__main__" and "ipykernel" not in sys.modules and "execnb" not in sys.modules:
+    experiments_cli()

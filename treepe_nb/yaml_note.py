@@ -4,15 +4,21 @@
 
 # %% ../nbs/10c_yaml_note.ipynb #3c53508e
 from __future__ import annotations
-import itertools
+import contextlib, dataclasses, itertools
+from collections.abc import Sequence
 from collections import Counter
 import numpy as np
-import torch
+import torch, yaml
 from .additive import AdditiveTreePE
+from .batching import Example
+from .corpora import yaml_trees
+from .trees import Tree
+from .yaml_reader import NodeKind
 from .yaml_keys import encoder_attention, yaml_analysis
 
 # %% auto #0
-__all__ = ['position_vectors', 'encoding_geometry', 'additive_tables', 'kind_attention', 'depth_accuracy', 'note_analysis']
+__all__ = ['position_vectors', 'encoding_geometry', 'additive_tables', 'kind_attention', 'depth_accuracy', 'nest_in_lists',
+           'nesting_probe', 'note_analysis']
 
 # %% ../nbs/10c_yaml_note.ipynb #cf06676d
 @torch.no_grad()
@@ -153,9 +159,88 @@ def depth_accuracy(model, # a trained `yaml-keys` / `k8s-keys` model
     return {**{k: {"keys": n[k], "accuracy": n[k + "_right"] / n[k] if n[k] else None} for k in ("seen", "unseen")},
             "train_max_depth": max(seen_depths)}
 
+# %% ../nbs/10c_yaml_note.ipynb #c078d093
+def _list_prefix(levels:int) -> tuple[Tree, np.ndarray]:
+    "`levels` nested `kind: List` documents, the innermost holding one placeholder item: their tree (placeholder last) and node kinds."
+    inner = {"<item>": 0}
+    for _ in range(levels): inner = {"apiVersion": "v1", "kind": "List", "items": [inner]}
+    (t, kinds), = yaml_trees(yaml.safe_dump(inner, sort_keys=False))
+    return t, kinds
+
+def nest_in_lists(example:Example, # a `k8s-keys` / `yaml-keys` example: a YAML document under a `<doc>` root
+                  src_vocab, # its task's source vocabulary (the Lists' tokens it lacks read `<unk>`)
+                  levels:int=1, # how many `kind: List` documents wrap it, one inside the other
+                  node_kinds:str="unmasked", # the task's `node_kinds` (`yaml_example`): "none" shows no node kind
+                 ) -> Example: # every node of the document `levels` deeper; masks kept, top-level keys unscored
+    "The document of `example` as the only item of `levels` nested `kind: List` documents, as `yaml_trees` would read it."
+    if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
+        raise ValueError(f"levels must be an integer >= 1, got {levels!r}")
+    t = example.src
+    if not isinstance(t, Tree) or t.labels[0] != "<doc>" or example.kinds is None:
+        raise ValueError("nest_in_lists takes a YAML document example: a tree under a `<doc>` root, with node kinds")
+    pre, pre_kinds = _list_prefix(levels)
+    m = len(pre) - 2                                     # the Lists' nodes: all but the placeholder key and its value
+    top = t.parent == 0                                  # the document's top-level keys, now the keys of the item
+    parent = np.where(top, pre.parent[-2], t.parent + m - 1)[1:]    # node j of the document is node m + j - 1
+    tree = Tree(list(pre.labels[:m]) + list(t.labels[1:]), np.r_[pre.parent[:m], parent], np.r_[pre.slot[:m], t.slot[1:]])
+    shown = top & (example.tgt_ids == -100) & (example.kinds == int(NodeKind.KEY)) & (node_kinds != "none")
+    return Example(tree, None, np.r_[src_vocab.encode(list(pre.labels[:m]), unknown="unk"), example.src_ids[1:]],
+                   np.r_[np.full(m, -100), np.where(top, -100, example.tgt_ids)[1:]],
+                   kinds=np.r_[pre_kinds[:m], np.where(shown, int(NodeKind.LIST_KEY), example.kinds)[1:]],
+                   meta=dict(example.meta or {}, nested=levels))
+
+# %% ../nbs/10c_yaml_note.ipynb #b4e8b9f6
+@contextlib.contextmanager
+def _past_the_tables(model):
+    "`model` with every position limit lifted: each encoding's overflow policy set to 'truncate' (restored on exit)."
+    saved = [(m, a, getattr(m, a)) for m in model.modules() for a in ("overflow", "max_depth")
+             if hasattr(m, a) and (a == "overflow" or hasattr(m, "family"))]    # `family`: the wrapper that checks depths
+    try:
+        for m, a, _ in saved: setattr(m, a, "truncate" if a == "overflow" else None)
+        yield model
+    finally:
+        for m, a, v in saved: setattr(m, a, v)
+
+@torch.no_grad()
+def nesting_probe(model, # a trained `yaml-keys` / `k8s-keys` model
+                  task, # its task
+                  levels:Sequence[int]=(1, 2, 4, 8), # nestings tried (`nest_in_lists`)
+                  split:str="test", # the documents scored
+                  documents:int|None=None, # the split's first this many documents (None: all)
+                  batch_size:int=32, # documents per forward pass
+                 ) -> dict: # per level: keys, right flat, right nested, at seen and unseen depths
+    "Masked keys (targets other than `<unk>`, parent other than the root) scored flat and nested in `kind: List` documents."
+    seen = {int(d) for e in task.train for d in e.src.depth.tolist()}
+    docs = list(task.splits[split])[:documents]
+    collate = dataclasses.replace(task.collate, max_depth=None)      # root paths as deep as the nested documents
+    def right(examples):
+        "Per example: whether each node's prediction equals its label."
+        out = []
+        for chunk in (examples[k:k + batch_size] for k in range(0, len(examples), batch_size)):
+            b = collate(chunk)
+            hit = model(b.src_ids, b.src_pos, src_kinds=b.src_kinds).argmax(-1) == b.labels
+            out += [hit[i, :len(e.src)].numpy() for i, e in enumerate(chunk)]
+        return out
+    was = model.training; model.eval()
+    with _past_the_tables(model):
+        flat, res = right(docs), {}
+        for k in levels:
+            nested, n = right([nest_in_lists(e, task.src_vocab, k, task.info.get("node_kinds", "unmasked")) for e in docs]), Counter()
+            for e, f, g in zip(docs, flat, nested):
+                scored = (e.tgt_ids != -100) & (e.tgt_ids != task.tgt_vocab.unk) & (e.src.parent > 0)
+                for j in np.flatnonzero(scored).tolist():
+                    w = "seen" if int(e.src.depth[j]) + k in seen else "unseen"
+                    n[w] += 1; n[w + "_flat"] += int(f[j]); n[w + "_nested"] += int(g[j + len(g) - len(f)])
+            res[str(k)] = {w: {"keys": n[w], "right_flat": n[w + "_flat"], "right_nested": n[w + "_nested"]}
+                           for w in ("seen", "unseen")}
+    model.train(was)
+    return {"train_max_depth": max(seen), "table_depth": getattr(model.src_encoding.module, "max_depth", None),
+            "levels": res}
+
 def note_analysis(model, # a trained `k8s-keys` model
                   task, # its task
                  ) -> dict: # what a grid record stores (JSON-ready)
-    "Everything this chapter reads from a trained model beside chapter 10b's analysis: geometry, tables, heads, depths."
+    "Everything this chapter reads from a trained model beside chapter 10b's analysis: geometry, tables, heads, depths, nesting."
     return {"geometry": encoding_geometry(model, task), "tables": additive_tables(model, max(int(e.src.depth.max()) for e in task.train)),
-            "kind_attention": kind_attention(model, task), "depths": depth_accuracy(model, task)}
+            "kind_attention": kind_attention(model, task), "depths": depth_accuracy(model, task),
+            "nesting": nesting_probe(model, task)}
