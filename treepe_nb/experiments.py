@@ -26,9 +26,9 @@ from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap
 
 # %% auto #0
 __all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'K8S_NOTE', 'TARGETS',
-           'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings', 'grid_configs',
-           'tree_f1', 'test_metrics', 'record_data', 'run_cell', 'add_analysis', 'trace_record', 'run_grid',
-           'load_results', 'experiments_cli', 'summarise', 'compare']
+           'SEMPARSE_METHODS', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings',
+           'grid_configs', 'tree_f1', 'test_metrics', 'record_data', 'run_cell', 'add_analysis', 'trace_record',
+           'run_grid', 'load_results', 'experiments_cli', 'summarise', 'compare']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -50,6 +50,7 @@ K8S_NOTE = {  # the YAML note's model is d_model 256 with 48 heads; its step too
     "lr": 1e-3, "warmup": 100, "steps": 1000, "min_steps": 500, "patience": 4, "eval_every": 250,
     "best_metric": "perplexity", "task.sizes": (7000, 1500, 1500)}   # the proportions 70 / 15 / 15 of the documents
 TARGETS = {"yaml-keys": ("bigram",), "k8s-keys": ("bigram", "trigram")}   # the bundled corpus has no `kind:`
+SEMPARSE_METHODS = (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree"))   # seq2seq, seq2tree x 2
 GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encodings, settings of every cell)
     # an encoding: one name for both sides, a (source, target) pair, or (source, target, orders) for fewer orders;
     # settings: `faithful` (the APE paper's model and selection, see `grid_configs`), `variants` (name: settings)
@@ -75,8 +76,10 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
     "sq-for2lam-long": ({"for2lam-long": {"steps": 8000, "min_steps": 3000}}, ("dfs", "bfs"), FOR2LAM_METHODS,
                         {**SQ_PLATEAU, "variants": {"chen": {"task.options": _sq_options("chen")}}}),
     "k8s-keys": (("k8s-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "additive-sin", "ape-tree"), K8S_NOTE),
-    "semparse": ({"geo": {"steps": 2000}, "atis": {"steps": 4000}}, ("dfs",),
-                 (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree")), SQ_SEMPARSE),
+    "semparse": ({"geo": {"steps": 2000}, "atis": {"steps": 4000}}, ("dfs",), SEMPARSE_METHODS, SQ_SEMPARSE),
+    # GEO as Dong & Lapata's preprocessing gives it (Shiv & Quirk's data): entities as typed placeholders (`state_name0`)
+    "semparse-placeholders": ({"geo": {"steps": 2000}}, ("dfs",), SEMPARSE_METHODS,
+                              {**SQ_SEMPARSE, "variants": {"placeholders": {"task.options": {"entities": "placeholders"}}}}),
 }
 
 def nest_settings(settings:dict # `section.field` or bare field names: a `TrainConfig` field, else a model or task field
@@ -136,7 +139,6 @@ def grid_configs(name:str, # a key of `GRIDS`
                                    "model": {**model, "pe": tgt, "src_pe": src if src != tgt else None}}
                             cells[label] = TrainConfig.from_dict(cfg)
     return cells
-
 
 # %% ../nbs/10_experiments.ipynb #604404f0
 def _labelled_paths(t: Tree) -> Counter:

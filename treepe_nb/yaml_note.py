@@ -159,7 +159,7 @@ def depth_accuracy(model, # a trained `yaml-keys` / `k8s-keys` model
     return {**{k: {"keys": n[k], "accuracy": n[k + "_right"] / n[k] if n[k] else None} for k in ("seen", "unseen")},
             "train_max_depth": max(seen_depths)}
 
-# %% ../nbs/10c_yaml_note.ipynb #c078d093
+# %% ../nbs/10c_yaml_note.ipynb #6b2fa2ac
 def _list_prefix(levels:int) -> tuple[Tree, np.ndarray]:
     "`levels` nested `kind: List` documents, the innermost holding one placeholder item: their tree (placeholder last) and node kinds."
     inner = {"<item>": 0}
@@ -189,7 +189,7 @@ def nest_in_lists(example:Example, # a `k8s-keys` / `yaml-keys` example: a YAML 
                    kinds=np.r_[pre_kinds[:m], np.where(shown, int(NodeKind.LIST_KEY), example.kinds)[1:]],
                    meta=dict(example.meta or {}, nested=levels))
 
-# %% ../nbs/10c_yaml_note.ipynb #b4e8b9f6
+# %% ../nbs/10c_yaml_note.ipynb #4136205a
 @contextlib.contextmanager
 def _past_the_tables(model):
     "`model` with every position limit lifted: each encoding's overflow policy set to 'truncate' (restored on exit)."
