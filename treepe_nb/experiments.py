@@ -17,7 +17,7 @@ import torch
 from tqdm.auto import tqdm
 from .trees import Tree
 from .train import TrainConfig, train, evaluate, decode_split, batch_loss
-from .runs import Run, read_metrics
+from .runs import Run, checkpoint_state, read_metrics
 from .model import ModelConfig
 from .tasks import TaskConfig, content_key, make_task
 from .model import exact_match
@@ -203,6 +203,7 @@ def run_cell(cfg:TrainConfig, # the cell
     "Train one cell, score its dev-best checkpoint on the test split, and store a small JSON record of the run."
     t0, code = time.perf_counter(), code_version()            # the code as the cell starts
     resume = (Path(cfg.out) / "last.pt").exists()              # an attempt that was cut off continues exactly
+    resumed_from = checkpoint_state(cfg.out, "last", require=("step",))[0]["step"] if resume else None
     train(cfg, progress=False, resume=resume, overwrite=not resume)
     seconds = time.perf_counter() - t0
     loaded = Run(cfg.out, "best", data=True)
@@ -213,6 +214,7 @@ def run_cell(cfg:TrainConfig, # the cell
     k8s = k8s_probe(model, task) if cfg.task.name in TARGETS else None
     note = note_analysis(model, task) if cfg.task.name == "k8s-keys" else None
     record = {"config": cfg.to_dict(), "code": code, "test": test, "best_step": best_step, "dev": evals, "seconds": seconds,
+              "resumed_from": resumed_from,                     # a stopped attempt's last step: `seconds` counts from it
               "data": record_data(task),
               "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
               **({"analysis": analysis} if analysis else {}), **({"k8s": k8s} if k8s else {}),
