@@ -11,7 +11,7 @@ import numpy as np
 import torch, yaml
 from .additive import AdditiveTreePE
 from .batching import Example
-from .corpora import yaml_trees
+from .corpora import NODE_KINDS, yaml_trees
 from .trees import Tree
 from .yaml_reader import NodeKind
 from .yaml_keys import encoder_attention, yaml_analysis
@@ -175,6 +175,7 @@ def nest_in_lists(example:Example, # a `k8s-keys` / `yaml-keys` example: a YAML 
     "The document of `example` as the only item of `levels` nested `kind: List` documents, as `yaml_trees` would read it."
     if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
         raise ValueError(f"levels must be an integer >= 1, got {levels!r}")
+    if node_kinds not in NODE_KINDS: raise ValueError(f"node_kinds must be one of {NODE_KINDS}, got {node_kinds!r}")
     t = example.src
     if not isinstance(t, Tree) or t.labels[0] != "<doc>" or example.kinds is None:
         raise ValueError("nest_in_lists takes a YAML document example: a tree under a `<doc>` root, with node kinds")
