@@ -1,8 +1,9 @@
 """The layout of the package, read with `ast` from `treepe_nb/*.py` (nbdev's `_modidx.py` skipped): no module imports a
 private name (leading underscore) from another module of the package, the modules' imports (module level and inside
-functions) form no cycle, no module imports one of a later chapter beyond the listed exceptions, and no module is
-longer than 600 lines; a module's `python -m` guard comes after its last module-level statement. Each rule is a small function over a dict of module
-sources, checked on synthetic examples first (so that the rule can fail), then on the package itself."""
+functions) form no cycle, no module imports one of a later chapter beyond the listed exceptions, no module is
+longer than 600 lines, and a module's `python -m` guard comes after its last module-level statement. Each rule is a
+small function over a dict of module sources, checked on synthetic examples first (so that the rule can fail), then
+on the package itself."""
 from __future__ import annotations
 
 import ast, re

@@ -77,7 +77,7 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
                         {**SQ_PLATEAU, "variants": {"chen": {"task.options": _sq_options("chen")}}}),
     "k8s-keys": (("k8s-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "additive-sin", "ape-tree"), K8S_NOTE),
     "semparse": ({"geo": {"steps": 2000}, "atis": {"steps": 4000}}, ("dfs",), SEMPARSE_METHODS, SQ_SEMPARSE),
-    # GEO as Dong & Lapata's preprocessing gives it (Shiv & Quirk's data): entities as typed placeholders (`state_name0`)
+    # GEO with the data files' own entity placeholders (`var0`, untyped in the question), nearer Dong & Lapata's typed ones
     "semparse-placeholders": ({"geo": {"steps": 2000}}, ("dfs",), SEMPARSE_METHODS,
                               {**SQ_SEMPARSE, "variants": {"placeholders": {"task.options": {"entities": "placeholders"}}}}),
 }
@@ -229,18 +229,19 @@ def run_cell(cfg:TrainConfig, # the cell
 
 def add_analysis(result:str|Path, # a stored `yaml-keys` / `k8s-keys` record whose run folder still has its best.pt
                 ) -> list[str]: # the analyses added to the record (none when it had them all)
-    "Compute the analyses a stored record lacks from its run's checkpoint: chapter 10b's, and chapter 10c's nesting probe."
+    "Compute the analyses a stored record lacks from its run's checkpoint: chapter 10b's, chapter 10c's (or its nesting probe)."
     result = Path(result)
     record = json.loads(result.read_text())
     cfg = TrainConfig.from_dict(record["config"])
-    todo = [k for k, wanted in (("analysis", cfg.task.name in TARGETS),
-                                ("nesting", cfg.task.name == "k8s-keys" and "nesting" not in record.get("note", {})))
-            if wanted and k not in record]
+    k8s = cfg.task.name == "k8s-keys"
+    todo = ((["analysis"] if cfg.task.name in TARGETS and "analysis" not in record else [])
+            + (["note"] if k8s and "note" not in record else ["nesting"] if k8s and "nesting" not in record["note"] else []))
     if not todo: return []
     loaded = Run(cfg.out, "best", data=True)
     task, model = loaded.task, loaded.model
     if "analysis" in todo: record["analysis"] = yaml_analysis(model, task)
-    if "nesting" in todo: record["note"]["nesting"] = nesting_probe(model, task)
+    if "note" in todo: record["note"] = note_analysis(model, task)                    # chapter 10c's whole analysis
+    if "nesting" in todo: record["note"]["nesting"] = nesting_probe(model, task)      # only its nesting probe
     result.with_suffix(".tmp").write_text(json.dumps(record, indent=1))
     result.with_suffix(".tmp").replace(result)
     return todo

@@ -187,7 +187,8 @@ def nest_in_lists(example:Example, # a `k8s-keys` / `yaml-keys` example: a YAML 
     shown = top & (example.tgt_ids == -100) & (example.kinds == int(NodeKind.KEY)) & (node_kinds != "none")
     return Example(tree, None, np.r_[src_vocab.encode(list(pre.labels[:m]), unknown="unk"), example.src_ids[1:]],
                    np.r_[np.full(m, -100), np.where(top, -100, example.tgt_ids)[1:]],
-                   kinds=np.r_[pre_kinds[:m], np.where(shown, int(NodeKind.LIST_KEY), example.kinds)[1:]],
+                   kinds=np.r_[pre_kinds[:m] if node_kinds != "none" else np.full(m, int(NodeKind.KEY)),
+                               np.where(shown, int(NodeKind.LIST_KEY), example.kinds)[1:]],
                    meta=dict(example.meta or {}, nested=levels))
 
 # %% ../nbs/10c_yaml_note.ipynb #4136205a
@@ -222,19 +223,22 @@ def nesting_probe(model, # a trained `yaml-keys` / `k8s-keys` model
             hit = model(b.src_ids, b.src_pos, src_kinds=b.src_kinds).argmax(-1) == b.labels
             out += [hit[i, :len(e.src)].numpy() for i, e in enumerate(chunk)]
         return out
-    was = model.training; model.eval()
-    with _past_the_tables(model):
-        flat, res = right(docs), {}
-        for k in levels:
-            nested, n = right([nest_in_lists(e, task.src_vocab, k, task.info.get("node_kinds", "unmasked")) for e in docs]), Counter()
-            for e, f, g in zip(docs, flat, nested):
-                scored = (e.tgt_ids != -100) & (e.tgt_ids != task.tgt_vocab.unk) & (e.src.parent > 0)
-                for j in np.flatnonzero(scored).tolist():
-                    w = "seen" if int(e.src.depth[j]) + k in seen else "unseen"
-                    n[w] += 1; n[w + "_flat"] += int(f[j]); n[w + "_nested"] += int(g[j + len(g) - len(f)])
-            res[str(k)] = {w: {"keys": n[w], "right_flat": n[w + "_flat"], "right_nested": n[w + "_nested"]}
-                           for w in ("seen", "unseen")}
-    model.train(was)
+    was, res = model.training, {}
+    model.eval()
+    try:
+        with _past_the_tables(model):
+            flat = right(docs)
+            for k in levels:
+                nested = right([nest_in_lists(e, task.src_vocab, k, task.info.get("node_kinds", "unmasked")) for e in docs])
+                n = Counter()
+                for e, f, g in zip(docs, flat, nested):
+                    scored = (e.tgt_ids != -100) & (e.tgt_ids != task.tgt_vocab.unk) & (e.src.parent > 0)
+                    for j in np.flatnonzero(scored).tolist():
+                        w = "seen" if int(e.src.depth[j]) + k in seen else "unseen"
+                        n[w] += 1; n[w + "_flat"] += int(f[j]); n[w + "_nested"] += int(g[j + len(g) - len(f)])
+                res[str(k)] = {w: {"keys": n[w], "right_flat": n[w + "_flat"], "right_nested": n[w + "_nested"]}
+                               for w in ("seen", "unseen")}
+    finally: model.train(was)
     return {"train_max_depth": max(seen), "table_depth": getattr(model.src_encoding.module, "max_depth", None),
             "levels": res}
 
