@@ -221,11 +221,15 @@ def run_cell(cfg:TrainConfig, # the cell
               **({"note": note} if note else {}),
               "machine": {"threads": torch.get_num_threads(), "torch": torch.__version__, "cpus": os.cpu_count(),
                           "device": cfg.device}}
+    _write_record(result, record)
+    return record
+
+def _write_record(result:str|Path, record:dict):
+    "Write a record whole or not at all (a stop mid-write leaves the old file)."
     result = Path(result)
     result.parent.mkdir(parents=True, exist_ok=True)
     result.with_suffix(".tmp").write_text(json.dumps(record, indent=1))
     result.with_suffix(".tmp").replace(result)
-    return record
 
 def add_analysis(result:str|Path, # a stored `yaml-keys` / `k8s-keys` record whose run folder still has its best.pt
                 ) -> list[str]: # the analyses added to the record (none when it had them all)
@@ -242,8 +246,7 @@ def add_analysis(result:str|Path, # a stored `yaml-keys` / `k8s-keys` record who
     if "analysis" in todo: record["analysis"] = yaml_analysis(model, task)
     if "note" in todo: record["note"] = note_analysis(model, task)                    # chapter 10c's whole analysis
     if "nesting" in todo: record["note"]["nesting"] = nesting_probe(model, task)      # only its nesting probe
-    result.with_suffix(".tmp").write_text(json.dumps(record, indent=1))
-    result.with_suffix(".tmp").replace(result)
+    _write_record(result, record)
     return todo
 
 def _stored_by(path:Path) -> str|None:
@@ -269,9 +272,7 @@ def trace_record(result:str|Path, # a stored record
                           "inferred": f"made before records stored their code; {stored} stored it, so it ran at {parent} "
                                       f"or an older commit"}
         added.append("code")
-    if added:
-        result.with_suffix(".tmp").write_text(json.dumps(record, indent=1))
-        result.with_suffix(".tmp").replace(result)
+    if added: _write_record(result, record)
     return added
 
 def _run_one(cfg, result, threads):

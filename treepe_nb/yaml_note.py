@@ -232,10 +232,10 @@ def nesting_probe(model, # a trained `yaml-keys` / `k8s-keys` model
                 nested = right([nest_in_lists(e, task.src_vocab, k, task.info.get("node_kinds", "unmasked")) for e in docs])
                 n = Counter()
                 for e, f, g in zip(docs, flat, nested):
-                    scored = (e.tgt_ids != -100) & (e.tgt_ids != task.tgt_vocab.unk) & (e.src.parent > 0)
-                    for j in np.flatnonzero(scored).tolist():
-                        w = "seen" if int(e.src.depth[j]) + k in seen else "unseen"
-                        n[w] += 1; n[w + "_flat"] += int(f[j]); n[w + "_nested"] += int(g[j + len(g) - len(f)])
+                    j = np.flatnonzero((e.tgt_ids != -100) & (e.tgt_ids != task.tgt_vocab.unk) & (e.src.parent > 0))
+                    past = ~np.isin(e.src.depth[j] + k, list(seen))            # nested deeper than any training node
+                    for w, sel in (("seen", j[~past]), ("unseen", j[past])):
+                        n[w] += len(sel); n[w + "_flat"] += int(f[sel].sum()); n[w + "_nested"] += int(g[sel + len(g) - len(f)].sum())
                 res[str(k)] = {w: {"keys": n[w], "right_flat": n[w + "_flat"], "right_nested": n[w + "_nested"]}
                                for w in ("seen", "unseen")}
     finally: model.train(was)
