@@ -204,7 +204,7 @@ def run_cell(cfg:TrainConfig, # the cell
     t0, code = time.perf_counter(), code_version()            # the code as the cell starts
     resume = (Path(cfg.out) / "last.pt").exists()              # an attempt that was cut off continues exactly
     resumed_from = checkpoint_state(cfg.out, "last", require=("step",))[0]["step"] if resume else None
-    train(cfg, progress=False, resume=resume, overwrite=not resume)
+    summary = train(cfg, progress=False, resume=resume, overwrite=not resume)
     seconds = time.perf_counter() - t0
     loaded = Run(cfg.out, "best", data=True)
     task, model, best_step = loaded.task, loaded.model, loaded.step
@@ -215,6 +215,7 @@ def run_cell(cfg:TrainConfig, # the cell
     note = note_analysis(model, task) if cfg.task.name == "k8s-keys" else None
     record = {"config": cfg.to_dict(), "code": code, "test": test, "best_step": best_step, "dev": evals, "seconds": seconds,
               "resumed_from": resumed_from,                     # a stopped attempt's last step: `seconds` counts from it
+              "train_seconds": summary.get("seconds"),          # the training loop over every attempt (None: an older one did not count)
               "data": record_data(task),
               "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
               **({"analysis": analysis} if analysis else {}), **({"k8s": k8s} if k8s else {}),

@@ -295,7 +295,7 @@ def train(cfg:TrainConfig, # the run's settings
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                 fused=device.type in ("cpu", "cuda"))      # one kernel for all parameters
         sched = warmup_cosine(opt, cfg.warmup, cfg.steps)
-        step, best, best_step, since_best, early = 0, None, None, 0, None
+        step, best, best_step, since_best, early, spent = 0, None, None, 0, None, 0.0
         if ck is not None:
             try: model.load_state_dict(ck["model"])
             except RuntimeError as e:
@@ -303,6 +303,7 @@ def train(cfg:TrainConfig, # the run's settings
             opt.load_state_dict(ck["optimizer"])
             sched.load_state_dict(ck["scheduler"])
             step, best, best_step, since_best = ck["step"], ck["best"], ck["best_step"], ck.get("since_best", 0)
+            spent = ck.get("seconds")                  # the loop's seconds before this attempt (None: a checkpoint without them)
             set_rng_state(ck["rng"])
             if (done := _stopped_early(out, ck, cfg)) is not None: return done
         if rank == 0: print(_start_line(task, model, cfg), file=sys.stderr)
@@ -327,10 +328,14 @@ def train(cfg:TrainConfig, # the run's settings
             step_loss, collate = torch.compile(batch_loss), replace(collate, bucket=True)
             torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)   # one graph per bucket
 
+        def seconds():
+            "The training loop's wall-clock seconds over every attempt so far (None if an earlier attempt did not count them)."
+            return None if spent is None else spent + time.perf_counter() - started
+
         def checkpoint(name):
             save_checkpoint(out / name, model=model.state_dict(), optimizer=opt.state_dict(),
                             scheduler=sched.state_dict(), step=step, best=best, best_step=best_step, since_best=since_best,
-                            config=cfg.to_dict())
+                            seconds=seconds(), config=cfg.to_dict())
 
         def evaluation():
             nonlocal best, best_step, since_best, early
@@ -408,7 +413,7 @@ def train(cfg:TrainConfig, # the run's settings
         if rank == 0 and step < cfg.steps: checkpoint("last.pt")                  # stopped early: resumable
         evals = read_metrics(out)[1] if rank == 0 else []
         summary = {"run": str(out), "step": step, "best_step": best_step, cfg.best_metric: best,
-                   "stopped_early": early, "dev": evals[-1] if evals else None}
+                   "stopped_early": early, "dev": evals[-1] if evals else None, "seconds": seconds()}
         if rank == 0 and test and best_step is not None:            # with the task in hand: nothing is built again
             model.load_state_dict(load_checkpoint(out / "best.pt")["model"])
             scored = evaluate(model, task, "test", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
