@@ -76,6 +76,8 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
     "sq-for2lam-long": ({"for2lam-long": {"steps": 8000, "min_steps": 3000}}, ("dfs", "bfs"), FOR2LAM_METHODS,
                         {**SQ_PLATEAU, "variants": {"chen": {"task.options": _sq_options("chen")}}}),
     "k8s-keys": (("k8s-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "additive-sin", "ape-tree"), K8S_NOTE),
+    # the note's encoding with three times the step budget: are the k8s-keys cells limited by their 1,000 steps?
+    "k8s-keys-budget": ({"k8s-keys": {"steps": 3000}}, ("dfs",), ("additive",), K8S_NOTE),
     "semparse": ({"geo": {"steps": 2000}, "atis": {"steps": 4000}}, ("dfs",), SEMPARSE_METHODS, SQ_SEMPARSE),
     # GEO with the data files' own entity placeholders (`var0`, untyped in the question), nearer Dong & Lapata's typed ones
     "semparse-placeholders": ({"geo": {"steps": 2000}}, ("dfs",), SEMPARSE_METHODS,
