@@ -152,7 +152,7 @@ def k8s_probe(model, # a trained `yaml-keys` model
               batch_size:int=64, # examples per forward pass
              ) -> dict: # counts and accuracies (JSON-ready)
     """Every key of the manifests masked alone, in its own copy of the document: overall accuracy, the `<unk>` shares,
-    and how often `replicas` under `spec` and under `status` is given its right parent."""
+    and how often `replicas` under `spec` and under `status` is predicted whole (its parent and key right)."""
     folder = Path(folder) if folder is not None else K8S_MANIFESTS
     if not folder.is_dir(): raise ValueError(f"folder: no folder of YAML manifests at {folder}")
     if task.target != "labels" or "target" not in task.info:
