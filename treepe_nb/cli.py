@@ -199,8 +199,9 @@ def evaluate_run(run:str|Path, # a run folder written by `treepe-train`
 
 def run_advice(run:str|Path # a run folder with metrics
               ) -> str|None: # one line of advice, or None when the run decoded some dev example right
-    """What to try when a run decoded no dev example right: it fit the training split (its last training loss is
-    under a quarter of the dev loss, `log perplexity`) and did not generalise, or it fit neither."""
+    """What to try when a run decoded no dev example right: patience stopped it while dev exact match was 0 at every
+    evaluation (ties are not improvements), it fit the training split (its last training loss is under a quarter of
+    the dev loss, `log perplexity`) and did not generalise, or it fit neither."""
     trains, evals = read_metrics(run)
     scored = [e for e in evals if e.get("exact_match") is not None]
     if not trains or not scored or max(e["exact_match"] for e in scored) > 0: return None
@@ -208,6 +209,11 @@ def run_advice(run:str|Path # a run folder with metrics
     dev = min(math.log(e["perplexity"]) for e in scored)
     said = (f"no dev example was decoded right in {len(scored)} evaluation{'s' * (len(scored) != 1)} (best dev loss {dev:.3f} nats per token, "
             f"perplexity {math.exp(dev):.3g}; training loss {loss:.3f} over the last {min(len(trains), 20)} steps): ")
+    summary = Path(run) / "summary.json"
+    stopped = json.loads(summary.read_text()).get("stopped_early") if summary.is_file() else None
+    if stopped and "patience" in stopped:
+        return said + (f"it stopped early ({stopped}) while dev exact match was 0 at every evaluation, however the loss "
+                       "moved; --patience 0, a larger --min-steps or --best-metric perplexity lets it train on")
     if loss < dev / 4:
         return said + ("the model fits the training split but does not generalise; give it more training examples "
                        "(--sizes, or a larger file), --dropout, --weight-decay, or fewer --steps")

@@ -116,6 +116,8 @@ def predict(run:Run, # from `load_run`
            ) -> list[Prediction]:
     "Decode every input with the run's model."
     v = run.vocab
+    if isinstance(inputs, (str, bytes)):
+        raise TypeError(f"inputs must be a list of sources, got one {type(inputs).__name__}: write [{str(inputs)[:30]!r}] for one input")
     if v["target"] == "labels": raise ValueError(f"predict decodes trees and sequences; {v['name']} labels tokens")
     if format is not None and format not in FORMATS: raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     if unknown is None: unknown = "unk" if v.get("info", {}).get("min_count", 1) > 1 else "raise"

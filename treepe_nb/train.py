@@ -306,12 +306,6 @@ def train(cfg:TrainConfig, # the run's settings
             spent = ck.get("seconds")                  # the loop's seconds before this attempt (None: a checkpoint without them)
             set_rng_state(ck["rng"])
             if (done := _stopped_early(out, ck, cfg)) is not None: return done
-        if rank == 0: print(_start_line(task, model, cfg), file=sys.stderr)
-        if rank == 0:
-            (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-            save_vocab(out, task)                      # what `predict.load_run` needs without rebuilding the data
-            truncate_records(out, step)
-        net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
         per = cfg.batch_size // world
         sampler = DistributedSampler(
             task.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True
@@ -321,6 +315,12 @@ def train(cfg:TrainConfig, # the run's settings
             raise ValueError(
                 f"the training split has {len(task.train)} examples, fewer than batch_size={cfg.batch_size}"
             )
+        if rank == 0: print(_start_line(task, model, cfg), file=sys.stderr)
+        if rank == 0:
+            (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+            save_vocab(out, task)                      # what `predict.load_run` needs without rebuilding the data
+            truncate_records(out, step)
+        net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
         autocast = amp_context(cfg.amp, device)
         plans = any(isinstance(m, TreeAPE) for m in model.modules())    # host work only the algebraic tree encoding reads
         step_loss, collate = batch_loss, replace(task.collate, plans=plans)
