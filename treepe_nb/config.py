@@ -4,7 +4,7 @@
 
 # %% ../nbs/08f_config.ipynb #78580de2
 from __future__ import annotations
-import importlib, os, sys
+import difflib, importlib, os, sys
 from dataclasses import dataclass, field, fields, asdict, replace
 from pathlib import Path
 from typing import Sequence
@@ -166,6 +166,13 @@ _FLAT_MODEL_SETTINGS = dict(activation="gelu", decay=None, max_distance=16, cros
                             tie_embeddings=False, max_len=1024)         # what flat-config runs used
 _RENAMED_OPTIONS = {"max_nodes": "max_example_nodes"}                  # task options renamed with the spine
 
+def _unknown_hint(key:str) -> str:
+    "An unknown top-level key with where it belongs (a model or task field) or the setting it may be a typo of."
+    for section, cls in (("model", ModelConfig), ("task", TaskConfig)):
+        if key in {f.name for f in fields(cls)}: return f"{key} (a {section} setting: put it in the {section}: section)"
+    near = difflib.get_close_matches(key, [f.name for f in fields(TrainConfig)], n=1)
+    return f"{key} (did you mean {near[0]}?)" if near else key
+
 def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the flat form of before the sections
                    ) -> dict: # `TrainConfig`'s keyword arguments (`task`, `model` as mappings)
     "The one converter of configuration mappings, nested or flat, into `TrainConfig`'s arguments."
@@ -197,7 +204,7 @@ def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the 
         model = {**_FLAT_MODEL_SETTINGS, **{k: d.pop(k) for k in _FLAT_MODEL if k in d}}   # pe: RUN_PE if absent
     if "max_nodes" in d: d["max_output_nodes"] = d.pop("max_nodes")
     unknown = sorted(set(d) - {f.name for f in fields(TrainConfig)})
-    if unknown: raise ValueError(f"unknown settings {', '.join(unknown)}; see treepe-train --help")
+    if unknown: raise ValueError(f"unknown settings {', '.join(map(_unknown_hint, unknown))}; see treepe-train --help")
     return dict(d, task=task, **({"model": model} if model else {}))
 
 # %% ../nbs/08f_config.ipynb #ad2b4a42
