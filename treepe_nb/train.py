@@ -190,6 +190,17 @@ def _all_sum(x:Tensor, world:int) -> Tensor:
 def _better(metric:str, new:float, old:float|None) -> bool:
     return old is None or BEST_METRICS[metric] * (new - old) > 0
 
+def _improves(metric:str, # the run's `best_metric`
+              m:dict, # an evaluation's dev metrics
+              best:float|None, # the best `metric` so far
+              best_perplexity:float|None, # the dev perplexity of that best checkpoint (None: not known)
+             ) -> bool:
+    """Whether an evaluation beats the best so far: a better `metric`, or, while an accuracy has stayed at 0 (where
+    ties say nothing about a model that is still learning), a lower dev perplexity."""
+    if _better(metric, m[metric], best): return True
+    return (metric != "perplexity" and best == 0 and m[metric] == 0 and best_perplexity is not None
+            and m["perplexity"] < best_perplexity)
+
 # %% ../nbs/09_train.ipynb #dfd40648
 def _stopped_early(out:Path, ck:dict, cfg:TrainConfig) -> dict|None:
     "The summary of a run that already stopped early at this checkpoint under the same stopping settings, else None."
@@ -295,7 +306,7 @@ def train(cfg:TrainConfig, # the run's settings
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                 fused=device.type in ("cpu", "cuda"))      # one kernel for all parameters
         sched = warmup_cosine(opt, cfg.warmup, cfg.steps)
-        step, best, best_step, since_best, early, spent = 0, None, None, 0, None, 0.0
+        step, best, best_step, since_best, early, spent, best_ppl = 0, None, None, 0, None, 0.0, None
         if ck is not None:
             try: model.load_state_dict(ck["model"])
             except RuntimeError as e:
@@ -303,7 +314,7 @@ def train(cfg:TrainConfig, # the run's settings
             opt.load_state_dict(ck["optimizer"])
             sched.load_state_dict(ck["scheduler"])
             step, best, best_step, since_best = ck["step"], ck["best"], ck["best_step"], ck.get("since_best", 0)
-            spent = ck.get("seconds")                  # the loop's seconds before this attempt (None: a checkpoint without them)
+            spent, best_ppl = ck.get("seconds"), ck.get("best_perplexity")                  # the loop's seconds before this attempt (None: a checkpoint without them)
             set_rng_state(ck["rng"])
             if (done := _stopped_early(out, ck, cfg)) is not None: return done
         per = cfg.batch_size // world
@@ -335,18 +346,18 @@ def train(cfg:TrainConfig, # the run's settings
         def checkpoint(name):
             save_checkpoint(out / name, model=model.state_dict(), optimizer=opt.state_dict(),
                             scheduler=sched.state_dict(), step=step, best=best, best_step=best_step, since_best=since_best,
-                            seconds=seconds(), config=cfg.to_dict())
+                            best_perplexity=best_ppl, seconds=seconds(), config=cfg.to_dict())
 
         def evaluation():
-            nonlocal best, best_step, since_best, early
+            nonlocal best, best_step, since_best, early, best_ppl
             if rank == 0:
                 m = evaluate(model, task, "dev", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
                              max_output_nodes=cfg.max_output_nodes, device=device)
                 append_record(out, {"step": step, "split": "dev", **m})
                 for k in ("perplexity", "token_accuracy", "exact_match"):
                     if board is not None and m[k] is not None: board.add_scalar(f"dev/{k}", m[k], step)
-                if _better(cfg.best_metric, m[cfg.best_metric], best):
-                    best, best_step, since_best = m[cfg.best_metric], step, 0
+                if _improves(cfg.best_metric, m, best, best_ppl):
+                    best, best_step, since_best, best_ppl = m[cfg.best_metric], step, 0, m["perplexity"]
                     checkpoint("best.pt")
                 else: since_best += 1
                 if cfg.stop_when_perfect and m["exact_match"] == 1.0: early = "dev exact match 1.0 (stop_when_perfect)"
