@@ -199,8 +199,8 @@ def evaluate_run(run:str|Path, # a run folder written by `treepe-train`
 
 def run_advice(run:str|Path # a run folder with metrics
               ) -> str|None: # one line of advice, or None when the run decoded some dev example right
-    """What to try when a run decoded no dev example right: patience stopped it while dev exact match was 0 at every
-    evaluation (ties are not improvements), it fit the training split (its last training loss is under a quarter of
+    """What to try when a run decoded no dev example right: patience stopped it (neither dev exact match, 0 at every
+    evaluation, nor dev perplexity improved), it fit the training split (its last training loss is under a quarter of
     the dev loss, `log perplexity`) and did not generalise, or it fit neither."""
     trains, evals = read_metrics(run)
     scored = [e for e in evals if e.get("exact_match") is not None]
@@ -212,8 +212,8 @@ def run_advice(run:str|Path # a run folder with metrics
     summary = Path(run) / "summary.json"
     stopped = json.loads(summary.read_text()).get("stopped_early") if summary.is_file() else None
     if stopped and "patience" in stopped:
-        return said + (f"it stopped early ({stopped}) while dev exact match was 0 at every evaluation, however the loss "
-                       "moved; --patience 0, a larger --min-steps or --best-metric perplexity lets it train on")
+        return said + (f"it stopped early ({stopped}): neither dev exact match nor dev perplexity improved; --patience 0 "
+                       "or a larger --min-steps trains on, or try another --lr")
     if loss < dev / 4:
         return said + ("the model fits the training split but does not generalise; give it more training examples "
                        "(--sizes, or a larger file), --dropout, --weight-decay, or fewer --steps")

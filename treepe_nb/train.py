@@ -314,7 +314,7 @@ def train(cfg:TrainConfig, # the run's settings
             opt.load_state_dict(ck["optimizer"])
             sched.load_state_dict(ck["scheduler"])
             step, best, best_step, since_best = ck["step"], ck["best"], ck["best_step"], ck.get("since_best", 0)
-            spent, best_ppl = ck.get("seconds"), ck.get("best_perplexity")                  # the loop's seconds before this attempt (None: a checkpoint without them)
+            spent, best_ppl = ck.get("seconds"), ck.get("best_perplexity")    # None: a checkpoint from before they were kept
             set_rng_state(ck["rng"])
             if (done := _stopped_early(out, ck, cfg)) is not None: return done
         per = cfg.batch_size // world
