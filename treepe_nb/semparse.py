@@ -122,6 +122,12 @@ def _geo(folder, entities):
             out[q["question-split"]].append((_filled(q["text"].split(), names), tree))
     return out, dict(report)
 
+def _canonical_variables(tree:Tree) -> Tree:
+    "`tree` with its bound variables (labels that start with `$`) renamed `$0`, `$1`, ... in the order they first appear."
+    names = {}
+    labels = [names.setdefault(x, f"${len(names)}") if isinstance(x, str) and x.startswith("$") else x for x in tree.labels]
+    return Tree(labels, tree.parent, tree.slot, validate=False)
+
 def _atis(folder, entities):
     where = {}
     for s in _SPLITS:
@@ -135,6 +141,8 @@ def _atis(folder, entities):
         try: tree = atis_form(form, close_missing=True)
         except ValueError as err: raise ValueError(f"atis-logic.txt, line {n}: {err}") from None
         report["forms closed at the end"] += form.count("(") > form.count(")")
+        tree, named = _canonical_variables(tree), tree
+        report["forms whose variables were renamed"] += list(tree.labels) != list(named.labels)
         splits = where.get(question.strip(), set())
         if len(splits) != 1: report["in no UW split (left out)" if not splits else "in two UW splits (left out)"] += 1; continue
         out[splits.pop()].append((question.split(), tree))
