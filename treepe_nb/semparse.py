@@ -122,10 +122,15 @@ def _geo(folder, entities):
             out[q["question-split"]].append((_filled(q["text"].split(), names), tree))
     return out, dict(report)
 
+_BINDERS = {"lambda", "exists", "argmax", "argmin", "count", "sum", "the", "max", "min"}   # their first argument is a variable
+
 def _canonical_variables(tree:Tree) -> Tree:
-    "`tree` with its bound variables (labels that start with `$`) renamed `$0`, `$1`, ... in the order they first appear."
+    """`tree` with its bound variables renamed `$0`, `$1`, ... in the order they first appear: labels that start with
+    `$`, and a binder's first argument written without one (three test forms bind a bare `x`)."""
+    bound = {x for x in tree.labels if isinstance(x, str) and x.startswith("$")}
+    bound |= {tree.labels[i] for i in range(1, len(tree)) if tree.slot[i] == 0 and tree.labels[tree.parent[i]] in _BINDERS}
     names = {}
-    labels = [names.setdefault(x, f"${len(names)}") if isinstance(x, str) and x.startswith("$") else x for x in tree.labels]
+    labels = [names.setdefault(x, f"${len(names)}") if x in bound else x for x in tree.labels]
     return Tree(labels, tree.parent, tree.slot, validate=False)
 
 def _atis(folder, entities):
