@@ -187,9 +187,6 @@ def _all_sum(x:Tensor, world:int) -> Tensor:
     if world > 1: dist.all_reduce(x)
     return x
 
-def _better(metric:str, new:float, old:float|None) -> bool:
-    return old is None or BEST_METRICS[metric] * (new - old) > 0
-
 def _improves(metric:str, # the run's `best_metric`
               m:dict, # an evaluation's dev metrics
               best:float|None, # the best `metric` so far
@@ -197,7 +194,7 @@ def _improves(metric:str, # the run's `best_metric`
              ) -> bool:
     """Whether an evaluation beats the best so far: a better `metric`, or, while an accuracy has stayed at 0 (where
     ties say nothing about a model that is still learning), a lower dev perplexity."""
-    if _better(metric, m[metric], best): return True
+    if best is None or BEST_METRICS[metric] * (m[metric] - best) > 0: return True
     return (metric != "perplexity" and best == 0 and m[metric] == 0 and best_perplexity is not None
             and m["perplexity"] < best_perplexity)
 
