@@ -4,11 +4,11 @@
 
 # %% ../nbs/10_experiments.ipynb #3987bc95
 from __future__ import annotations
-import argparse, json, math, os, re, subprocess, sys, time
+import argparse, json, math, os, re, signal, subprocess, sys, threading, time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import fields
-from multiprocessing import get_context
+from multiprocessing import active_children, get_context
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
@@ -16,7 +16,7 @@ import yaml
 import torch
 from tqdm.auto import tqdm
 from .trees import Tree
-from .train import TrainConfig, train, evaluate, decode_split, batch_loss
+from .train import TrainConfig, Interrupted, train, evaluate, decode_split, batch_loss
 from .runs import Run, checkpoint_state, read_metrics
 from .model import ModelConfig
 from .tasks import TaskConfig, content_key, make_task
@@ -278,9 +278,41 @@ def trace_record(result:str|Path, # a stored record
     if added: _write_record(result, record)
     return added
 
-def _run_one(cfg, result, threads):
+_worker = {"stop": False, "in_cell": False, "parent": None}   # a grid worker's state (each worker process has its own)
+
+def _worker_signal(signum, frame):
+    "In a worker: Ctrl-C or SIGTERM outside training (it has its own) stops the cell now; no further cell starts."
+    _worker["stop"] = True
+    if _worker["in_cell"]: raise Interrupted(None)      # building or test decoding: the cell resumes from its folder
+
+def _start_worker(threads:int):
+    """A worker of `run_grid`: its own process group (a terminal's Ctrl-C reaches the runner, which passes one SIGTERM
+    on: two would interrupt training at once instead of at a step boundary), its threads, its signal handlers."""
+    if hasattr(os, "setpgrp"): os.setpgrp()
     torch.set_num_threads(threads)
-    return run_cell(cfg, result)
+    _worker["parent"] = os.getppid()
+    for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, _worker_signal)
+
+def _run_one(cfg, result):
+    "One cell in a worker; none once the grid is stopping, or when the runner is gone (an orphan starts no cell)."
+    if _worker["stop"] or os.getppid() != _worker["parent"]: raise Interrupted(None)
+    _worker["in_cell"] = True
+    try: return run_cell(cfg, result)
+    except KeyboardInterrupt: _worker["stop"] = True; raise
+    finally: _worker["in_cell"] = False
+
+def _runner_signal(signum, frame): raise KeyboardInterrupt   # SIGTERM stops the runner as Ctrl-C does
+
+def _stop_workers(pool:ProcessPoolExecutor, workers:set):
+    "Cancel the cells not started, pass SIGTERM to each worker (a further Ctrl-C or SIGTERM passes another) and wait."
+    def forward(signum=None, frame=None):
+        for p in workers:
+            try: os.kill(p.pid, signal.SIGTERM)
+            except ProcessLookupError: pass
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, forward)
+    forward()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
              results:str|Path|None=None, # stored records: RESULTS/GRID/CELL.json (default `results_dir()`)
@@ -292,17 +324,36 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
              only:str|None=None, # a regular expression: only the cells whose name it matches (`re.search`)
              **settings, # for every cell (see `grid_configs`)
             ) -> list[Path]: # the records written now
-    "Run every cell of the grids that has no stored record yet (and whose name `only` matches), `jobs` at a time."
+    """Run every cell of the grids that has no stored record yet (and whose name `only` matches), `jobs` at a time.
+    Ctrl-C or SIGTERM stop the grid resumably: the running cells save at a step boundary, no further cell starts, and
+    `Interrupted` says what was stored; run it again to go on. A cell that fails does not stop the others: the
+    `RuntimeError` at the end names each."""
     results = Path(results) if results is not None else results_dir()
     todo = [(cfg, results / name / f"{label}.json") for name in names
             for label, cfg in grid_configs(name, seeds, work, threads=threads, **settings).items()
             if only is None or re.search(only, label)]
     todo = [(c, r) for c, r in todo if not r.exists()]
-    done = []
-    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-        futures = {pool.submit(_run_one, c, r, threads): r for c, r in todo}
+    done, failed, before = [], {}, set(active_children())
+    main = threading.current_thread() is threading.main_thread()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    if main: signal.signal(signal.SIGTERM, _runner_signal)
+    pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_start_worker, initargs=(threads,))
+    try:
+        futures = {pool.submit(_run_one, c, r): r for c, r in todo}
         for f in tqdm(as_completed(futures), total=len(futures), desc="cells", disable=not progress):
-            f.result(); done.append(futures[f])
+            try: f.result()
+            except Exception as e: failed[futures[f]] = e                  # (an interruption is no Exception)
+            else: done.append(futures[f])
+    except KeyboardInterrupt:
+        _stop_workers(pool, set(active_children()) - before)
+        raise Interrupted(f"grid stopped: {len(done)} of {len(todo)} cells stored now; a cell that was running saved "
+                          f"its run folder and resumes where it stopped: run the grid again to go on") from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        for s, h in handlers.items(): signal.signal(s, h)
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(todo)} cells failed ({len(done)} stored): " +
+                           "; ".join(f"{r.stem}: {type(e).__name__}: {e}" for r, e in failed.items()))
     return done
 
 # %% ../nbs/10_experiments.ipynb #f61c29af
@@ -363,7 +414,11 @@ def experiments_cli(argv:Sequence[str]|None=None):
             for f in tqdm(sorted((results / g).glob("*.json")), desc=g, disable=not sys.stderr.isatty()):
                 if added := trace_record(f): print(f"{f}: added {', '.join(added)}")
         return
-    run_grid(args.grids, results, args.work, args.jobs, args.threads, args.seeds, only=args.only, **settings)
+    try: run_grid(args.grids, results, args.work, args.jobs, args.threads, args.seeds, only=args.only, **settings)
+    except KeyboardInterrupt as e:                      # Ctrl-C or SIGTERM: resumable (status 130, as treepe-train)
+        for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)
+        print(f"treepe-experiments: {e or 'interrupted'}", file=sys.stderr); sys.exit(130)
+    except RuntimeError as e: print(f"treepe-experiments: {e}", file=sys.stderr); sys.exit(1)
 
 # %% ../nbs/10_experiments.ipynb #c7f338fc
 METRICS = ("perplexity", "token_accuracy", "exact_match", "tree_f1")
