@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse, json, math, os, re, signal, subprocess, sys, threading, time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import fields
 from multiprocessing import active_children, get_context
 from pathlib import Path
@@ -28,7 +29,7 @@ from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap
 __all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'K8S_NOTE', 'TARGETS',
            'SEMPARSE_METHODS', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings',
            'grid_configs', 'tree_f1', 'test_metrics', 'record_data', 'run_cell', 'add_analysis', 'trace_record',
-           'run_grid', 'load_results', 'experiments_cli', 'summarise', 'compare']
+           'GridFailed', 'run_grid', 'load_results', 'experiments_cli', 'summarise', 'compare']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -278,41 +279,48 @@ def trace_record(result:str|Path, # a stored record
     if added: _write_record(result, record)
     return added
 
-_worker = {"stop": False, "in_cell": False, "parent": None}   # a grid worker's state (each worker process has its own)
+_worker = {"stop": False, "in_cell": False, "runner": None, "event": None}   # a grid worker's state (one per process)
 
 def _worker_signal(signum, frame):
     "In a worker: Ctrl-C or SIGTERM outside training (it has its own) stops the cell now; no further cell starts."
     _worker["stop"] = True
     if _worker["in_cell"]: raise Interrupted(None)      # building or test decoding: the cell resumes from its folder
 
-def _start_worker(threads:int):
+def _start_worker(threads:int, runner:int, event):
     """A worker of `run_grid`: its own process group (a terminal's Ctrl-C reaches the runner, which passes one SIGTERM
     on: two would interrupt training at once instead of at a step boundary), its threads, its signal handlers."""
     if hasattr(os, "setpgrp"): os.setpgrp()
     torch.set_num_threads(threads)
-    _worker["parent"] = os.getppid()
+    _worker.update(runner=runner, event=event)
     for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, _worker_signal)
 
 def _run_one(cfg, result):
     "One cell in a worker; none once the grid is stopping, or when the runner is gone (an orphan starts no cell)."
-    if _worker["stop"] or os.getppid() != _worker["parent"]: raise Interrupted(None)
-    _worker["in_cell"] = True
-    try: return run_cell(cfg, result)
+    _worker["in_cell"] = True                           # first: a signal from here on stops this cell
+    try:
+        if _worker["stop"] or _worker["event"].is_set() or os.getppid() != _worker["runner"]: raise Interrupted(None)
+        return run_cell(cfg, result)
     except KeyboardInterrupt: _worker["stop"] = True; raise
     finally: _worker["in_cell"] = False
 
 def _runner_signal(signum, frame): raise KeyboardInterrupt   # SIGTERM stops the runner as Ctrl-C does
 
-def _stop_workers(pool:ProcessPoolExecutor, workers:set):
+def _stop_workers(pool:ProcessPoolExecutor, before:set, event):
     "Cancel the cells not started, pass SIGTERM to each worker (a further Ctrl-C or SIGTERM passes another) and wait."
     def forward(signum=None, frame=None):
         for p in workers:
-            try: os.kill(p.pid, signal.SIGTERM)
-            except ProcessLookupError: pass
+            try: p.terminate()                          # SIGTERM, unless the process has ended
+            except OSError: pass
+    workers = set()
     if threading.current_thread() is threading.main_thread():
         for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, forward)
+    event.set()                                         # a worker between two cells starts no other
+    workers = set(active_children()) - before
     forward()
     pool.shutdown(wait=True, cancel_futures=True)
+
+class GridFailed(RuntimeError):
+    "Cells of a grid failed (the others ran and were stored); the message names each and its error."
 
 def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
              results:str|Path|None=None, # stored records: RESULTS/GRID/CELL.json (default `results_dir()`)
@@ -327,7 +335,7 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
     """Run every cell of the grids that has no stored record yet (and whose name `only` matches), `jobs` at a time.
     Ctrl-C or SIGTERM stop the grid resumably: the running cells save at a step boundary, no further cell starts, and
     `Interrupted` says what was stored; run it again to go on. A cell that fails does not stop the others: the
-    `RuntimeError` at the end names each."""
+    `GridFailed` at the end names each."""
     results = Path(results) if results is not None else results_dir()
     todo = [(cfg, results / name / f"{label}.json") for name in names
             for label, cfg in grid_configs(name, seeds, work, threads=threads, **settings).items()
@@ -336,24 +344,31 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
     done, failed, before = [], {}, set(active_children())
     main = threading.current_thread() is threading.main_thread()
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
-    if main: signal.signal(signal.SIGTERM, _runner_signal)
-    pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_start_worker, initargs=(threads,))
+    event, pool = get_context("spawn").Event(), None
     try:
+        if main: signal.signal(signal.SIGTERM, _runner_signal)
+        pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_start_worker,
+                                   initargs=(threads, os.getpid(), event))
         futures = {pool.submit(_run_one, c, r): r for c, r in todo}
         for f in tqdm(as_completed(futures), total=len(futures), desc="cells", disable=not progress):
             try: f.result()
             except Exception as e: failed[futures[f]] = e                  # (an interruption is no Exception)
             else: done.append(futures[f])
     except KeyboardInterrupt:
-        _stop_workers(pool, set(active_children()) - before)
+        if pool is not None: _stop_workers(pool, before, event)
         raise Interrupted(f"grid stopped: {len(done)} of {len(todo)} cells stored now; a cell that was running saved "
                           f"its run folder and resumes where it stopped: run the grid again to go on") from None
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None: pool.shutdown(wait=True, cancel_futures=True)
         for s, h in handlers.items(): signal.signal(s, h)
     if failed:
-        raise RuntimeError(f"{len(failed)} of {len(todo)} cells failed ({len(done)} stored): " +
-                           "; ".join(f"{r.stem}: {type(e).__name__}: {e}" for r, e in failed.items()))
+        lost = [r for r, e in failed.items() if isinstance(e, BrokenProcessPool)]
+        named = [f"{r.stem}: {type(e).__name__}: {e}" for r, e in failed.items() if r not in lost]
+        raise GridFailed("; ".join(
+            ([f"{len(named)} of {len(todo)} cells failed ({len(done)} stored): " + "; ".join(named)] if named else []) +
+            ([f"a worker process died (killed, or out of memory?), so {len(lost)} of {len(todo)} cells did not finish "
+              f"({len(done)} stored); a cell that was running keeps its last checkpoint: run the grid again to go on"]
+             if lost else [])))
     return done
 
 # %% ../nbs/10_experiments.ipynb #f61c29af
@@ -417,8 +432,8 @@ def experiments_cli(argv:Sequence[str]|None=None):
     try: run_grid(args.grids, results, args.work, args.jobs, args.threads, args.seeds, only=args.only, **settings)
     except KeyboardInterrupt as e:                      # Ctrl-C or SIGTERM: resumable (status 130, as treepe-train)
         for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)
-        print(f"treepe-experiments: {e or 'interrupted'}", file=sys.stderr); sys.exit(130)
-    except RuntimeError as e: print(f"treepe-experiments: {e}", file=sys.stderr); sys.exit(1)
+        print(f"treepe-experiments: {str(e) or 'interrupted'}", file=sys.stderr); sys.exit(130)
+    except GridFailed as e: print(f"treepe-experiments: {e}", file=sys.stderr); sys.exit(1)
 
 # %% ../nbs/10_experiments.ipynb #c7f338fc
 METRICS = ("perplexity", "token_accuracy", "exact_match", "tree_f1")
