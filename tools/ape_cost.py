@@ -155,8 +155,8 @@ def _best_ms(fns:dict, repeat:int, rounds:int=5) -> dict:
 def work_breakdown(args):
     """Where ape-tree's extra time goes on the For2Lam-long batch, forward and backward: each side's maps, the gather of
     its chunks' maps (once per side and step), one layer's rotation of queries and keys or of one tensor (on the
-    chunks' maps), and the naive rotation (a matrix gathered per token); the layout's sizes; and the steps of `none`
-    and `ape-tree`, alternated in the same process."""
+    chunks' maps, and with the compiled CPU kernel, which needs no chunks), and the naive rotation (a matrix gathered
+    per token); the layout's sizes; and the steps of `none` and `ape-tree`, alternated in the same process."""
     import torch
     from treepe_nb.maps import PositionMaps, _rotate_chunks, tree_maps
     from treepe_nb.train import batch_loss
@@ -179,12 +179,16 @@ def work_breakdown(args):
         def gather(): PositionMaps(M, plan.node, plan)._layout((B, L))[0].sum().backward()
         def rotate_two(): _rotate_chunks(Mc, lay, (q, k)).sum().backward()
         def rotate_one(): _rotate_chunks(Mc, lay, (q,)).sum().backward()
+        kernel = PositionMaps(M, plan.node, plan)                    # the compiled CPU kernel, where this checkout has one
+        has_kernel = hasattr(kernel, "_use_kernel") and kernel._use_kernel()
+        def kernel_two(): sum(y.sum() for y in kernel.rotate(q, k)).backward()
+        def kernel_one(): kernel.rotate(q).sum().backward()
         def naive_two():                                            # a matrix per token, gathered, then one matmul each
             per_token = torch.cat([M, M.new_zeros(1, H, d, d)]).index_select(0, node.where(node >= 0, len(M)))
             x = torch.stack([q, k], -1).transpose(1, 2).reshape(-1, H, d, 2)
             (per_token @ x).sum().backward()
         times = _best_ms({"maps": maps, "gather": gather, "rotate_two": rotate_two, "rotate_one": rotate_one,
-                          "naive_two": naive_two}, 5)
+                          "naive_two": naive_two, **({"kernel_two": kernel_two, "kernel_one": kernel_one} if has_kernel else {})}, 5)
         c = len(plan.into) // len(plan.chunk_map)
         out[side] = {"ms": times, "tokens": int((pos.depth >= 0).sum()),
                      "distinct_maps": int(node[node >= 0].unique().numel()), "map_rows": int(plan.slot.shape[0]),   # rows: padded

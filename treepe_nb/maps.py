@@ -4,15 +4,16 @@
 
 # %% ../nbs/01d_maps.ipynb #49ef6aaa
 from __future__ import annotations
-import math
+import hashlib, math, os, platform, shutil, sys, warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 from .plans import Plan, rotation_layout
 
 # %% auto #0
-__all__ = ['PositionMaps', 'tree_maps']
+__all__ = ['cpu_kernels', 'PositionMaps', 'tree_maps']
 
 # %% ../nbs/01d_maps.ipynb #a929e95e
 class _Gather(torch.autograd.Function):
@@ -92,6 +93,197 @@ def _rotate_by_position(maps:Tensor, # [L, H, d, d]: token l takes map l
     rows = x.to(maps.dtype).movedim(-2, 0).reshape(L, -1, H, d).transpose(1, 2)               # [L, H, rows, d]
     return _Product.apply(rows, maps.mT).transpose(1, 2).reshape(L, *lead, H, d).movedim(0, -2)
 
+# %% ../nbs/01d_maps.ipynb #b7c1a0e2
+_CPU_SOURCE = r"""
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
+#include <vector>
+
+// Rows n of x [N, S, H, D]: S tensors rotated together, H heads. Map u [H, D, D] acts as y = M x.
+// Tokens in map order (CSR): order[start[u] .. start[u+1]) are the rows whose map is u; a row in no range
+// (padding) is left at 0. Each map is read once and copied into a local block (transposed for y = M x, as it
+// is for M^T x), so that a row's product is D steps of acc[0..D) += x[d] * block[d][0..D), which vectorises.
+template <typename T, int DC, bool TRANSPOSE>
+static void apply_maps(const T* M, const int64_t* order, const int64_t* start, const T* x, T* y,
+                       int64_t U, int64_t S, int64_t H, int64_t Dr) {
+  const int64_t D = DC ? DC : Dr;                       // a compile-time head dimension unrolls the loops
+  at::parallel_for(0, U, 16, [&](int64_t u0, int64_t u1) {
+    std::vector<T> block_(D * D), acc_(D);
+    T* __restrict__ block = block_.data();
+    T* __restrict__ acc = acc_.data();
+    for (int64_t u = u0; u < u1; u++) {
+      if (start[u] == start[u + 1]) continue;
+      for (int64_t h = 0; h < H; h++) {
+        const T* m = M + (u * H + h) * D * D;
+        if (TRANSPOSE) for (int64_t i = 0; i < D * D; i++) block[i] = m[i];     // M^T x: x[e] times row e of M
+        else for (int64_t e = 0; e < D; e++) for (int64_t d = 0; d < D; d++) block[d * D + e] = m[e * D + d];
+        for (int64_t t = start[u]; t < start[u + 1]; t++) {
+          for (int64_t s = 0; s < S; s++) {
+            const int64_t o = ((order[t] * S + s) * H + h) * D;
+            const T* __restrict__ xv = x + o;
+            for (int64_t e = 0; e < D; e++) acc[e] = T(0);
+            for (int64_t d = 0; d < D; d++) {
+              const T xd = xv[d];
+              const T* __restrict__ row = block + d * D;
+              for (int64_t e = 0; e < D; e++) acc[e] += xd * row[e];
+            }
+            T* __restrict__ yv = y + o;
+            for (int64_t e = 0; e < D; e++) yv[e] = acc[e];
+          }
+        }
+      }
+    }
+  });
+}
+
+// The maps' gradient: gM[u, h] = sum over the rows of map u of gy x^T (maps without rows: 0).
+template <typename T, int DC>
+static void map_gradient_impl(const int64_t* order, const int64_t* start, const T* x, const T* gy, T* gM,
+                              int64_t U, int64_t S, int64_t H, int64_t Dr) {
+  const int64_t D = DC ? DC : Dr;
+  at::parallel_for(0, U, 16, [&](int64_t u0, int64_t u1) {
+    std::vector<T> gm_(D * D);
+    T* __restrict__ gm = gm_.data();
+    for (int64_t u = u0; u < u1; u++) {
+      for (int64_t h = 0; h < H; h++) {
+        for (int64_t i = 0; i < D * D; i++) gm[i] = T(0);
+        for (int64_t t = start[u]; t < start[u + 1]; t++) {
+          for (int64_t s = 0; s < S; s++) {
+            const int64_t o = ((order[t] * S + s) * H + h) * D;
+            const T* __restrict__ xv = x + o;
+            for (int64_t e = 0; e < D; e++) {
+              const T g = gy[o + e];
+              for (int64_t d = 0; d < D; d++) gm[e * D + d] += g * xv[d];
+            }
+          }
+        }
+        T* out = gM + (u * H + h) * D * D;
+        for (int64_t i = 0; i < D * D; i++) out[i] = gm[i];
+      }
+    }
+  });
+}
+
+template <typename T, int DC> static void rotate_impl(const T* M, const int64_t* o, const int64_t* s, const T* x, T* y,
+                                                      int64_t U, int64_t S, int64_t H, int64_t D) {
+  apply_maps<T, DC, false>(M, o, s, x, y, U, S, H, D);
+}
+template <typename T, int DC> static void rotate_back_impl(const T* M, const int64_t* o, const int64_t* s, const T* x, T* y,
+                                                           int64_t U, int64_t S, int64_t H, int64_t D) {
+  apply_maps<T, DC, true>(M, o, s, x, y, U, S, H, D);
+}
+
+// The head dimension as a compile-time constant where it is a common one, else at run time.
+#define TREEPE_BY_DIM(F, D, ...) \
+  switch (D) { case 8: F<scalar_t, 8>(__VA_ARGS__); break; case 16: F<scalar_t, 16>(__VA_ARGS__); break; \
+               case 32: F<scalar_t, 32>(__VA_ARGS__); break; case 64: F<scalar_t, 64>(__VA_ARGS__); break; \
+               default: F<scalar_t, 0>(__VA_ARGS__); }
+
+static void check(const torch::Tensor& M, const torch::Tensor& order, const torch::Tensor& start, const torch::Tensor& x) {
+  TORCH_CHECK(x.dim() == 4 && M.dim() == 4 && M.size(1) == x.size(2) && M.size(2) == x.size(3) && M.size(3) == x.size(3),
+              "maps [U, H, D, D] and rows [N, S, H, D] expected");
+  TORCH_CHECK(M.is_contiguous() && x.is_contiguous() && order.is_contiguous() && start.is_contiguous(), "contiguous tensors expected");
+  TORCH_CHECK(M.scalar_type() == x.scalar_type(), "maps and rows must share a dtype");
+  TORCH_CHECK(start.numel() == M.size(0) + 1, "start must have U + 1 entries");
+}
+
+// y = M x for every row (backward = false), or M^T x (backward = true: the rows' gradient).
+torch::Tensor rotate(torch::Tensor M, torch::Tensor order, torch::Tensor start, torch::Tensor x, bool backward) {
+  check(M, order, start, x);
+  auto y = torch::zeros_like(x);
+  const int64_t U = M.size(0), S = x.size(1), H = x.size(2), D = x.size(3);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "treepe_rotate", [&] {
+    if (backward) { TREEPE_BY_DIM(rotate_back_impl, D, M.data_ptr<scalar_t>(), order.data_ptr<int64_t>(),
+                                  start.data_ptr<int64_t>(), x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), U, S, H, D) }
+    else { TREEPE_BY_DIM(rotate_impl, D, M.data_ptr<scalar_t>(), order.data_ptr<int64_t>(),
+                         start.data_ptr<int64_t>(), x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), U, S, H, D) }
+  });
+  return y;
+}
+
+torch::Tensor map_gradient(torch::Tensor M, torch::Tensor order, torch::Tensor start, torch::Tensor x, torch::Tensor gy) {
+  check(M, order, start, x);
+  TORCH_CHECK(gy.sizes() == x.sizes() && gy.is_contiguous() && gy.scalar_type() == x.scalar_type(), "gy must be like x");
+  auto gM = torch::empty_like(M);
+  const int64_t U = M.size(0), S = x.size(1), H = x.size(2), D = x.size(3);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "treepe_map_gradient", [&] {
+    TREEPE_BY_DIM(map_gradient_impl, D, order.data_ptr<int64_t>(), start.data_ptr<int64_t>(), x.data_ptr<scalar_t>(),
+                  gy.data_ptr<scalar_t>(), gM.data_ptr<scalar_t>(), U, S, H, D)
+  });
+  return gM;
+}
+"""
+
+def _machine_tag() -> str:
+    "A short hash of the machine's architecture and CPU flags: the kernels are built for this CPU (`-march=native`), so another CPU sharing the cache builds its own."
+    try: flags = next((l for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith(("flags", "Features"))), "")
+    except OSError: flags = ""
+    return hashlib.sha1(f"{platform.machine()} {platform.processor()} {flags}".encode()).hexdigest()[:10]
+
+_KERNELS = {}
+
+def cpu_kernels():
+    """The compiled CPU kernels of `PositionMaps.rotate`, or None where they cannot be built (no C++ compiler or
+    ninja: a warning says so, once) or the environment sets `TREEPE_CPU_KERNELS=0`. Built on first use with
+    PyTorch's C++ extension tools (about a minute, once per machine: the build is cached)."""
+    if os.environ.get("TREEPE_CPU_KERNELS", "1") == "0": return None
+    if "module" not in _KERNELS: _KERNELS["module"] = _build_cpu_kernels()
+    return _KERNELS["module"]
+
+def _build_cpu_kernels():
+    from torch.utils import cpp_extension
+    name = f"treepe_nb_maps_{_machine_tag()}"
+    try:
+        if shutil.which("ninja") is None:                          # pip's ninja, in an environment not on PATH (a kernel)
+            import ninja
+            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+        root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root())
+        if not list(root.glob(f"*/{name}*/{name}*.so")):                  # ROOT/py311_cpu/NAME[_vK]/NAME[_vK].so
+            print("treepe_nb: building the CPU kernels of the position maps (once on this machine, about a minute; "
+                  "TREEPE_CPU_KERNELS=0 skips them)", file=sys.stderr)
+        return cpp_extension.load_inline(name, cpp_sources=_CPU_SOURCE, functions=["rotate", "map_gradient"],
+                                         extra_cflags=["-O3", "-march=native"], verbose=False)
+    except Exception as e:                                        # no compiler, no ninja, a failed build, ImportError
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        warnings.warn(f"treepe_nb: the CPU kernels of the position maps could not be built ({type(e).__name__}: {first}); "
+                      f"rotations use batched products instead (about half as fast on the CPU). The kernels need a C++ "
+                      f"compiler and ninja (`pip install ninja`).")
+        return None
+
+class _KernelRotate(torch.autograd.Function):
+    """Every token times its map in the compiled CPU kernel, as one autograd node: tokens visited map by map (`order`,
+    `start`), each map read once; the backward is `M^T g` for the tokens (the same kernel, transposed) and
+    `sum g x^T` over each map's tokens for the maps. Padding tokens (in no map's range) get 0 and no gradient."""
+    @staticmethod
+    def forward(ctx, maps, order, start, *xs):   # maps [U, H, d, d]; xs [*lead, H, L, d]
+        (*lead, H, L, d), S = xs[0].shape, len(xs)
+        rows = torch.stack([x.transpose(-3, -2) for x in xs], -3).to(maps.dtype).reshape(-1, S, H, d).contiguous()
+        maps = maps.contiguous()
+        y = cpu_kernels().rotate(maps, order, start, rows, False)
+        ctx.save_for_backward(maps, order, start, rows)
+        ctx.shape, ctx.dtypes = (*lead, L, S, H, d), [x.dtype for x in xs]
+        return y.view(*lead, L, S, H, d)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        maps, order, start, rows = ctx.saved_tensors
+        (*lead, L, S, H, d), kernels = ctx.shape, cpu_kernels()
+        g = g.to(maps.dtype).reshape(-1, S, H, d).contiguous()
+        gM = kernels.map_gradient(maps, order, start, rows, g) if ctx.needs_input_grad[0] else None
+        gxs = [None] * S
+        if any(ctx.needs_input_grad[3:]):
+            gx = kernels.rotate(maps, order, start, g, True).view(*lead, L, S, H, d)
+            gxs = [gx[..., s, :, :].transpose(-3, -2).to(t) for s, t in enumerate(ctx.dtypes)]
+        return gM, None, None, *gxs
+
+def _rotate_kernel(maps:Tensor, # [U, H, d, d]: the distinct maps
+                   csr:tuple, # (order, start): `PositionMaps._csr`
+                   xs:tuple, # tensors [*lead, H, L, d]
+                  ) -> Tensor: # [len(xs), *lead, H, L, d] in the maps' dtype
+    "Every token times its map (`_KernelRotate`), the results stacked first."
+    return _KernelRotate.apply(maps, *csr, *xs).movedim(-3, 0).transpose(-3, -2)
+
 # %% ../nbs/01d_maps.ipynb #e046eea4
 @dataclass(eq=False)
 class PositionMaps:
@@ -101,6 +293,7 @@ class PositionMaps:
     plan: Plan|None = None        # a plan with the `rotation_layout` of `index` (`plans.tree_plan`); None: made on the host when needed
     by_position: bool = False     # `index` is 0 .. length-1 in every row: token l takes map l, and no layout is needed
     dense_limit: int = 2 ** 15    # per-token maps up to this many elements (e.g. decoding): gathered once, no layout
+    kernel: bool = True           # on the CPU, rotate with the compiled kernel when it can be built (`cpu_kernels`)
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -130,6 +323,20 @@ class PositionMaps:
             self._cache[shape] = (_Gather.apply(self.maps, chunk_map), (into, keep[0], plan.back, keep[1]))
         return self._cache[shape]
 
+    def _use_kernel(self) -> bool:
+        "Whether `rotate` takes the compiled CPU kernel: maps on the CPU in float32 or float64, eager mode, the kernel built."
+        return (self.kernel and self.maps.device.type == "cpu" and self.maps.dtype in (torch.float32, torch.float64)
+                and not torch.compiler.is_compiling() and cpu_kernels() is not None)
+
+    def _csr(self, shape:tuple) -> tuple:
+        "The tokens of `shape` in map order, for the CPU kernel: `order` (token rows, padding last) and `start` (`[U + 1]`, where each map's tokens begin); once per shape."
+        if ("csr", shape) not in self._cache:
+            U, flat = len(self.maps), self.index.expand(shape).reshape(-1)
+            key, order = torch.sort(flat.where(flat >= 0, U), stable=True)            # padding (U) last, unvisited
+            start = torch.searchsorted(key, torch.arange(U + 1, device=key.device))   # no value read on the host
+            self._cache[("csr", shape)] = (order.contiguous(), start)
+        return self._cache[("csr", shape)]
+
     def rotate(self, *xs:Tensor # one or more tensors `[*batch, heads, length, dim]` (e.g. queries and keys)
               ) -> Tensor|tuple[Tensor, ...]: # `M x` per token for each, same shape and dtype
         "Apply each token's map to its vector, without a matrix per token; several tensors share one pass over the maps."
@@ -158,7 +365,8 @@ class PositionMaps:
                 M = self._cache["dense"]                                 # [*index lead, H, L, d, d]
                 y = (M * (torch.stack(xs) if len(xs) > 1 else x).to(M.dtype)[..., None, :]).sum(-1)
             else:
-                y = _rotate_chunks(*self._layout(shape), xs)
+                y = (_rotate_kernel(self.maps, self._csr(shape), xs) if self._use_kernel() else
+                     _rotate_chunks(*self._layout(shape), xs))
                 if len(xs) == 1: y = y[0]
         y = y.to(x.dtype)
         return y if len(xs) == 1 else tuple(y.unbind(0))
