@@ -246,7 +246,7 @@ def _build_cpu_kernels():
     except Exception as e:                                        # no compiler, no ninja, a failed build, ImportError
         first = (str(e).strip().splitlines() or [""])[0][:300]
         warnings.warn(f"treepe_nb: the CPU kernels of the position maps could not be built ({type(e).__name__}: {first}); "
-                      f"rotations use batched products instead (about half as fast on the CPU). The kernels need a C++ "
+                      f"rotations use batched products instead (slower on the CPU: chapter 11 measures both). The kernels need a C++ "
                       f"compiler and ninja (`pip install ninja`).")
         return None
 
