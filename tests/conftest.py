@@ -1,5 +1,5 @@
-"""Shared pytest set-up: a headless plotting backend, the `--slow` option for notebook cells, and the `one_thread`
-fixture."""
+"""Shared pytest set-up: a headless plotting backend, the `--slow` option for notebook cells, the CPU kernels built
+before any test, and the `one_thread` fixture."""
 import os
 
 import pytest
@@ -12,6 +12,14 @@ def pytest_configure(config):
     # Notebooks gate their long benchmarks on this variable (so that Run All in JupyterLab stays short); `--slow`
     # runs them.
     if config.getoption("--slow", default=False): os.environ["TREEPE_BENCHMARKS"] = "1"
+
+
+def pytest_sessionstart(session):
+    # Build (or load) the CPU kernels of the position maps once, before any test: on a fresh machine the first build
+    # takes about a minute and says so on stderr, which would otherwise land in whichever test, or test's
+    # subprocess, rotates first.
+    from treepe_nb.maps import cpu_kernels
+    cpu_kernels()
 
 
 def pytest_addoption(parser):

@@ -238,7 +238,7 @@ def _build_cpu_kernels():
             import ninja
             os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
         root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root())
-        if not list(root.glob(f"*/{name}*/{name}*.so")):                  # ROOT/py311_cpu/NAME[_vK]/NAME[_vK].so
+        if not [*root.glob(f"{name}*/{name}*.so"), *root.glob(f"*/{name}*/{name}*.so")]:   # [ROOT/py311_cpu/]NAME[_vK]/NAME[_vK].so
             print("treepe_nb: building the CPU kernels of the position maps (once on this machine, about a minute; "
                   "TREEPE_CPU_KERNELS=0 skips them)", file=sys.stderr)
         return cpp_extension.load_inline(name, cpp_sources=_CPU_SOURCE, functions=["rotate", "map_gradient"],
@@ -313,6 +313,7 @@ class PositionMaps:
         if shape not in self._cache:
             plan = self.plan
             if plan is None or tuple(plan.back.shape) != (math.prod(shape),):   # no plan, or positions broadcast over x
+                if plan is None: self._check_index()
                 index = self.index.expand(shape).reshape(-1).cpu().numpy()
                 plan = Plan.pack(**rotation_layout(index)).to(self.maps.device)
             into, into_keep, chunk_map = plan.into, plan.into_keep, plan.chunk_map
@@ -323,6 +324,11 @@ class PositionMaps:
             self._cache[shape] = (_Gather.apply(self.maps, chunk_map), (into, keep[0], plan.back, keep[1]))
         return self._cache[shape]
 
+    def _check_index(self):
+        "An index made by hand (not by a plan) must point at a map or be negative (padding): checked on the host, once per path."
+        if self.index.numel() and int(self.index.max()) >= len(self.maps):
+            raise IndexError(f"map index {int(self.index.max())} is out of range for {len(self.maps)} maps")
+
     def _use_kernel(self) -> bool:
         "Whether `rotate` takes the compiled CPU kernel: maps on the CPU in float32 or float64, eager mode, the kernel built."
         return (self.kernel and self.maps.device.type == "cpu" and self.maps.dtype in (torch.float32, torch.float64)
@@ -332,6 +338,7 @@ class PositionMaps:
         "The tokens of `shape` in map order, for the CPU kernel: `order` (token rows, padding last) and `start` (`[U + 1]`, where each map's tokens begin); once per shape."
         if ("csr", shape) not in self._cache:
             U, flat = len(self.maps), self.index.expand(shape).reshape(-1)
+            if self.plan is None: self._check_index()
             key, order = torch.sort(flat.where(flat >= 0, U), stable=True)            # padding (U) last, unvisited
             start = torch.searchsorted(key, torch.arange(U + 1, device=key.device))   # no value read on the host
             self._cache[("csr", shape)] = (order.contiguous(), start)
@@ -361,7 +368,9 @@ class PositionMaps:
         with _exact(x):
             if self.by_position: y = _rotate_by_position(self.maps, torch.stack(xs) if len(xs) > 1 else x)
             elif self.plan is None and math.prod(shape) * H * d * d <= self.dense_limit:   # small: a matrix per token
-                if "dense" not in self._cache: self._cache["dense"] = self.full().movedim(-3, -4).contiguous()
+                if "dense" not in self._cache:
+                    self._check_index()
+                    self._cache["dense"] = self.full().movedim(-3, -4).contiguous()
                 M = self._cache["dense"]                                 # [*index lead, H, L, d, d]
                 y = (M * (torch.stack(xs) if len(xs) > 1 else x).to(M.dtype)[..., None, :]).sum(-1)
             else:
