@@ -14,6 +14,8 @@ Measurements (each worker imports `treepe_nb` from its side's folder):
 * `cell`: chapter 10's cell tree-rotate-dfs-ape-tree-s0 end to end (training 1000 steps, dev evaluations, test
   decoding), as `tools/throughput.py` runs it;
 * `breakdown` (this checkout only): where ape-tree's extra time goes on the For2Lam-long batch (`work_breakdown`);
+* `kernel` (this checkout only): the same ape-tree model and batches with the compiled CPU kernel and without it
+  (`TREEPE_CPU_KERNELS=0`), alternated with `none`, at the chapter-10 size and on the For2Lam-long batch;
 * `compile` (this checkout only): the chapter-10 step of `none` and `ape-tree`, eager against `torch.compile`
   (inductor, the default backend), alternated, on one batch (one padded shape: compiling a graph costs minutes on
   this CPU), and the same on the For2Lam-long batch; the compilation time is reported apart.
@@ -198,8 +200,31 @@ def work_breakdown(args):
     return out
 
 
-WORKERS = {"steps": work_steps, "cell": work_cell, "compile": work_compile, "breakdown": work_breakdown}
-THIS_ONLY = ("compile", "breakdown")
+def work_kernel(args):
+    """The compiled CPU kernel on and off in one process: the same ape-tree model and batches, its step with the kernel
+    and with the chunked product (`TREEPE_CPU_KERNELS=0`), alternated with `none`'s step, at the chapter-10 size and
+    on the For2Lam-long batch."""
+    from treepe_nb.train import batch_loss
+    from treepe_nb.maps import cpu_kernels
+    if cpu_kernels() is None: return {"seconds": None, "note": "no CPU kernel on this machine"}
+    out = {}
+    for label, task, n in (("cell", CELL_SETTINGS["task"], 10), ("for2lam_long", {**FOR2LAM_LONG, "options": {"translation": "cps"}}, 1)):
+        built = {pe: _setup(pe, task, batches=n) for pe in ("none", "ape-tree")}
+        step = {pe: _step_fn(m, o, batch_loss) for pe, (m, o, d) in built.items()}
+        def chunked(b):
+            os.environ["TREEPE_CPU_KERNELS"] = "0"
+            try: step["ape-tree"](b)
+            finally: del os.environ["TREEPE_CPU_KERNELS"]
+        steps = {"none": step["none"], "ape-tree, kernel": step["ape-tree"], "ape-tree, chunked": chunked}
+        data = {k: built["none" if k == "none" else "ape-tree"][2] for k in steps}
+        times = _alternated(steps, data, args.repeat)
+        out[label] = {"step_s": times, **{f"{k} / none": times[k] / times["none"] for k in steps if k != "none"}}
+    out["seconds"] = out["cell"]["step_s"]["ape-tree, kernel"]
+    return out
+
+
+WORKERS = {"steps": work_steps, "cell": work_cell, "compile": work_compile, "breakdown": work_breakdown, "kernel": work_kernel}
+THIS_ONLY = ("compile", "breakdown", "kernel")
 
 
 def _git(*a) -> str:
