@@ -34,6 +34,7 @@ ENCODINGS = ("none", "stack", "ape-tree")
 CELL_SETTINGS = {"task": {"name": "tree-rotate", "order": "dfs", "sizes": [1000, 100, 100], "seed": 0},
                  "model": {"pe": "ape-tree"}, "eval_every": 500, "patience": 0, "stop_when_perfect": False, "threads": 1}
 FOR2LAM_LONG = {"name": "for2lam-long", "sizes": [64, 2, 2], "seed": 0}   # one batch of 32 long programs
+LONG_CPS = {**FOR2LAM_LONG, "options": {"translation": "cps"}}              # the data every side's `steps` measured
 
 
 def _config(settings:dict):
@@ -142,8 +143,7 @@ def _compiled_steps(pe:str, task:dict, batches:int, repeat:int) -> dict:
 def work_compile(args):
     "The chapter-10 step, and a For2Lam-long step (where compiled maps must take the doubling products), compiled."
     out = {pe: _compiled_steps(pe, CELL_SETTINGS["task"], 10, args.repeat) for pe in ("none", "ape-tree")}
-    long = {**FOR2LAM_LONG, "options": {"translation": "cps"}}     # the data `work_steps` measures
-    out["for2lam_long"] = {pe: _compiled_steps(pe, long, 2, args.repeat) for pe in ("none", "ape-tree")}
+    out["for2lam_long"] = {pe: _compiled_steps(pe, LONG_CPS, 2, args.repeat) for pe in ("none", "ape-tree")}
     out["seconds"] = out["ape-tree"]["compiled_step_s"]
     return out
 
@@ -162,8 +162,7 @@ def work_breakdown(args):
     import torch
     from treepe_nb.maps import PositionMaps, _rotate_chunks, tree_maps
     from treepe_nb.train import batch_loss
-    task = {**FOR2LAM_LONG, "options": {"translation": "cps"}}
-    built = {pe: _setup(pe, task, batches=1) for pe in ("none", "ape-tree")}
+    built = {pe: _setup(pe, LONG_CPS, batches=1) for pe in ("none", "ape-tree")}
     steps = _alternated({pe: _step_fn(m, o, batch_loss) for pe, (m, o, d) in built.items()},
                         {pe: d for pe, (m, o, d) in built.items()}, args.repeat)
     model, _, (b,) = built["ape-tree"]
@@ -208,7 +207,7 @@ def work_kernel(args):
     from treepe_nb.maps import cpu_kernels
     if cpu_kernels() is None: return {"seconds": None, "note": "no CPU kernel on this machine"}
     out = {}
-    for label, task, n in (("cell", CELL_SETTINGS["task"], 10), ("for2lam_long", {**FOR2LAM_LONG, "options": {"translation": "cps"}}, 1)):
+    for label, task, n in (("cell", CELL_SETTINGS["task"], 10), ("for2lam_long", LONG_CPS, 1)):
         built = {pe: _setup(pe, task, batches=n) for pe in ("none", "ape-tree")}
         step = {pe: _step_fn(m, o, batch_loss) for pe, (m, o, d) in built.items()}
         def chunked(b):

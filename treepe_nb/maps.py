@@ -44,6 +44,20 @@ class _Product(torch.autograd.Function):
         with _exact(g):
             return g @ b.mT if ctx.needs_input_grad[0] else None, a.mT @ g if ctx.needs_input_grad[1] else None
 
+def _token_rows(xs:tuple, dtype) -> Tensor: # `[N, S, H, d]`: token n's vectors, one per tensor
+    "The tokens of tensors `[*lead, H, L, d]` as rows `[N, S, H, d]` in `dtype` (for q a free view when S = 1: `[B, L, H, d]` underneath)."
+    *lead, H, L, d = xs[0].shape
+    rows = [x.transpose(-3, -2).reshape(-1, 1, H, d) for x in xs]
+    return (torch.cat(rows, 1) if len(xs) > 1 else rows[0]).to(dtype)
+
+def _from_rows(g:Tensor, # `[N, S, H, d]`, e.g. the gradient of `_token_rows`' output
+               shape:tuple, # (*lead, L, S, H, d)
+               dtypes:list, # one per tensor
+              ) -> list: # S tensors `[*lead, H, L, d]`
+    "The rows back as the tensors they came from (`_token_rows` the other way)."
+    *lead, L, S, H, d = shape
+    return [g[:, s].reshape(*lead, L, H, d).transpose(-3, -2).to(t) for s, t in enumerate(dtypes)]
+
 class _ChunkRotate(torch.autograd.Function):
     """Every token times its map, as one autograd node: tokens gathered into chunks that share a map (`into`), one
     batched product, gathered back (`back`). Each real token sits in one kept slot, so the backward is the same two
@@ -53,8 +67,7 @@ class _ChunkRotate(torch.autograd.Function):
     def forward(ctx, Mc, into, into_keep, back, back_keep, *xs):   # Mc [C, H, d, d]; xs [*lead, H, L, d]
         (*lead, H, L, d), C, S = xs[0].shape, Mc.shape[0], len(xs)
         c = len(into) // C
-        rows = [x.transpose(-3, -2).reshape(-1, 1, H, d) for x in xs]     # free for q: [B, L, H, d] underneath
-        rows = (torch.cat(rows, 1) if S > 1 else rows[0]).to(Mc.dtype)   # [N, S, H, d]
+        rows = _token_rows(xs, Mc.dtype)                                 # [N, S, H, d]
         xc = rows.index_select(0, into).view(C, c, S, H, d).permute(0, 3, 2, 1, 4).reshape(C, H, S * c, d)
         with _exact(Mc): y = xc @ Mc.mT                                   # empty slots: garbage nothing reads
         y = y.view(C, H, S, c, d).permute(0, 3, 2, 1, 4).reshape(C * c, S, H, d)
@@ -67,7 +80,7 @@ class _ChunkRotate(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, g):
         Mc, xc, into, into_keep, back, back_keep = ctx.saved_tensors
-        (*lead, L, S, H, d), C = ctx.shape, Mc.shape[0]
+        (S, H, d), C = ctx.shape[-3:], Mc.shape[0]
         c = len(into) // C
         gy = g.reshape(-1, S, H, d).index_select(0, into).mul_(into_keep.view(-1, 1, 1, 1))   # empty slots: 0
         gy = gy.view(C, c, S, H, d).permute(0, 3, 2, 1, 4).reshape(C, H, S * c, d)
@@ -75,8 +88,7 @@ class _ChunkRotate(torch.autograd.Function):
             gM = gy.mT @ xc if ctx.needs_input_grad[0] else None          # dL/dM = dY^T X
             gx = (gy @ Mc).view(C, H, S, c, d).permute(0, 3, 2, 1, 4).reshape(C * c, S, H, d)
         gx = gx.index_select(0, back).mul_(back_keep.view(-1, 1, 1, 1))   # padding tokens: no gradient
-        gxs = [gx[:, s].reshape(*lead, L, H, d).transpose(-3, -2).to(t) for s, t in enumerate(ctx.dtypes)]
-        return gM, None, None, None, None, *gxs
+        return gM, None, None, None, None, *_from_rows(gx, ctx.shape, ctx.dtypes)
 
 def _rotate_chunks(Mc:Tensor, # [chunks, H, d, d]: the map of each chunk
                    lay:tuple, # (into, into_keep, back, back_keep): `plans.rotation_layout`, keeps in Mc's dtype
@@ -257,7 +269,7 @@ class _KernelRotate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, maps, order, start, *xs):   # maps [U, H, d, d]; xs [*lead, H, L, d]
         (*lead, H, L, d), S = xs[0].shape, len(xs)
-        rows = torch.stack([x.transpose(-3, -2) for x in xs], -3).to(maps.dtype).reshape(-1, S, H, d).contiguous()
+        rows = _token_rows(xs, maps.dtype).contiguous()                  # [N, S, H, d]
         maps = maps.contiguous()
         y = cpu_kernels().rotate(maps, order, start, rows, False)
         ctx.save_for_backward(maps, order, start, rows)
@@ -268,13 +280,11 @@ class _KernelRotate(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, g):
         maps, order, start, rows = ctx.saved_tensors
-        (*lead, L, S, H, d), kernels = ctx.shape, cpu_kernels()
+        (S, H, d), kernels = ctx.shape[-3:], cpu_kernels()
         g = g.to(maps.dtype).reshape(-1, S, H, d).contiguous()
         gM = kernels.map_gradient(maps, order, start, rows, g) if ctx.needs_input_grad[0] else None
         gxs = [None] * S
-        if any(ctx.needs_input_grad[3:]):
-            gx = kernels.rotate(maps, order, start, g, True).view(*lead, L, S, H, d)
-            gxs = [gx[..., s, :, :].transpose(-3, -2).to(t) for s, t in enumerate(ctx.dtypes)]
+        if any(ctx.needs_input_grad[3:]): gxs = _from_rows(kernels.rotate(maps, order, start, g, True), ctx.shape, ctx.dtypes)
         return gM, None, None, *gxs
 
 def _rotate_kernel(maps:Tensor, # [U, H, d, d]: the distinct maps
