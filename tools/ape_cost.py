@@ -184,17 +184,23 @@ def work_breakdown(args):
         has_kernel = hasattr(kernel, "_use_kernel") and kernel._use_kernel()
         def kernel_two(): sum(y.sum() for y in kernel.rotate(q, k)).backward()
         def kernel_one(): kernel.rotate(q).sum().backward()
+        def kernel_forward():                                       # the memory it moves: the maps once, q and k, results
+            with torch.no_grad(): kernel.rotate(q, k)
+        def copy_maps(): M.detach().clone()                         # this core's copy speed, for comparison
         def naive_two():                                            # a matrix per token, gathered, then one matmul each
             per_token = torch.cat([M, M.new_zeros(1, H, d, d)]).index_select(0, node.where(node >= 0, len(M)))
             x = torch.stack([q, k], -1).transpose(1, 2).reshape(-1, H, d, 2)
             (per_token @ x).sum().backward()
         times = _best_ms({"maps": maps, "gather": gather, "rotate_two": rotate_two, "rotate_one": rotate_one,
-                          "naive_two": naive_two, **({"kernel_two": kernel_two, "kernel_one": kernel_one} if has_kernel else {})}, 5)
+                          "naive_two": naive_two, **({"kernel_two": kernel_two, "kernel_one": kernel_one, "kernel_forward": kernel_forward,
+                                                      "copy_maps": copy_maps} if has_kernel else {})}, 5)
         c = len(plan.into) // len(plan.chunk_map)
         out[side] = {"ms": times, "tokens": int((pos.depth >= 0).sum()),
                      "distinct_maps": int(node[node >= 0].unique().numel()), "map_rows": int(plan.slot.shape[0]),   # rows: padded
                      "level_groups": len(plan.groups), "chunks": int(plan.chunks), "chunk_size": c,
-                     "products_per_rotation": int(plan.chunks) * H, "heads": H, "head_dim": d}
+                     "products_per_rotation": int(plan.chunks) * H, "heads": H, "head_dim": d,
+                     "bytes": {"maps_used": int(node[node >= 0].unique().numel()) * H * d * d * M.element_size(),
+                               "maps_all": M.numel() * M.element_size(), "q_and_k": 2 * q.numel() * q.element_size()}}
     out["seconds"] = out["step_ms"]["ape-tree"] / 1e3
     return out
 
@@ -234,6 +240,8 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sides", nargs="+", default=["88f0a80", "fda6bc9", "HEAD"], help="commits to measure")
     alternate.options(ap, WORKERS, WORKERS, OUT, repeat=3)
+    ap.add_argument("--conditions", default="other processes running beside it",
+                    help="what else the machine ran meanwhile, stored with the results (e.g. 'the grids paused')")
     args = ap.parse_args(argv)
     if alternate.as_worker(args, WORKERS): return {}
     record = json.loads(args.out.read_text()) if args.out.exists() and args.only else {}
@@ -249,7 +257,7 @@ def main(argv=None) -> dict:
                     runs[side].append(alternate.run_worker(__file__, roots[side], name, args))
                     print(name, side, json.dumps({k: v for k, v in runs[side][-1].items() if k != "train_loss"})[:400],
                           file=sys.stderr, flush=True)
-            record[name] = {"runs": {(head if s == "HEAD" else s): v for s, v in runs.items()},
+            record[name] = {"runs": {(head if s == "HEAD" else s): v for s, v in runs.items()}, "conditions": args.conditions,
                             "median_seconds": {(head if s == "HEAD" else s): statistics.median(x["seconds"] for x in v)
                                                for s, v in runs.items()},
                             "settings": {"rounds": args.rounds, "repeat": args.repeat, "cell_steps": args.cell_steps,
