@@ -391,36 +391,33 @@ class PositionMaps:
         return y if len(xs) == 1 else tuple(y.unbind(0))
 
 # %% ../nbs/01d_maps.ipynb #ef128dad
-def _folded(x:Tensor, W:Tensor) -> Tensor:
-    "`x @ W` for x `[m, H, d, d]` and one W `[H, d, d]` per head: H products of `[m*d, d] @ [d, d]` (large ones, not m*H small)."
-    m, H, d, _ = x.shape
-    return (x.transpose(0, 1).reshape(H, m * d, d) @ W).view(H, m, d, d).transpose(0, 1)
-
 class _LevelProducts(torch.autograd.Function):
-    "Maps of all nodes level by level: the rows of one (level, slot) group are their parents' maps @ G[slot], one product per head."
+    """Maps of all nodes level by level: the rows of one (level, slot) group are their parents' maps @ G[slot]. The
+    walk keeps the maps head-major, `[H, U, d, d]`, so that a group's rows are one `[m·d, d]` matrix per head with no
+    copy: one large product per head and group (not m·H small ones). The result is laid out `[U, H, d, d]` once at
+    the end (the layout the rotations read fastest)."""
     @staticmethod
     def forward(ctx, G, parent, groups, U):   # G [n, H, d, d]; groups: (slot, a, b) in level order
         H, d = G.shape[1], G.shape[-1]
-        out = torch.eye(d, dtype=G.dtype, device=G.device).expand(U, H, d, d).contiguous()   # root, padding: identity
+        out = torch.eye(d, dtype=G.dtype, device=G.device).expand(H, U, d, d).contiguous()   # root, padding: identity
         with _exact(G):
-            for s, a, b in groups: out[a:b] = _folded(out.index_select(0, parent[a:b]), G[s])
+            for s, a, b in groups:
+                torch.matmul(out.index_select(1, parent[a:b]).view(H, -1, d), G[s], out=out[:, a:b].view(H, -1, d))
         ctx.save_for_backward(G, parent, out)
         ctx.groups = groups
-        return out
+        return out.transpose(0, 1).contiguous()
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):   # deepest level first: a node's gradient is complete before it goes to its parent
         G, parent, out = ctx.saved_tensors
-        g, gG = g.clone(), torch.zeros_like(G)
+        g, gG = g.transpose(0, 1).clone(memory_format=torch.contiguous_format), torch.zeros_like(G)   # [H, U, d, d]
         H, d = G.shape[1], G.shape[-1]
         with _exact(g):
             for s, a, b in reversed(ctx.groups):
-                par, gm = out.index_select(0, parent[a:b]), g[a:b]
-                m = b - a
-                gG[s] += par.transpose(0, 1).reshape(H, m * d, d).mT @ gm.transpose(0, 1).reshape(H, m * d, d)
-                up = parent[a:b]                                         # distinct: one child per parent and slot
-                g.index_copy_(0, up, g.index_select(0, up) + _folded(gm, G[s].mT))   # dM_parent += dM G_s^T
+                up, gm = parent[a:b], g[:, a:b].view(H, -1, d)             # up distinct: one child per parent and slot
+                gG[s] += out.index_select(1, up).view(H, -1, d).mT @ gm    # dG_s += M_parent^T dM
+                g.index_add_(1, up, (gm @ G[s].mT).view(H, b - a, d, d))   # dM_parent += dM G_s^T
         return gG, None, None, None
 
 def tree_maps(G:Tensor, # [n, H, d, d] generators
