@@ -148,10 +148,33 @@ static void apply_maps(const T* M, const int64_t* order, const int64_t* start, c
   });
 }
 
-// The maps' gradient: gM[u, h] = sum over the rows of map u of gy x^T (maps without rows: 0).
+// The maps' gradient: gM[u, h] = sum over the rows of map u of gy x^T (maps without rows: 0). For head dimensions
+// 8 and 16 the D x D sum is held as D vectors of D lanes (GCC/Clang vector extensions), which the compiler keeps in
+// registers across the rows; other head dimensions sum in a local block in memory.
 template <typename T, int DC>
 static void map_gradient_impl(const int64_t* order, const int64_t* start, const T* x, const T* gy, T* gM,
                               int64_t U, int64_t S, int64_t H, int64_t Dr) {
+  if constexpr (DC == 8 || DC == 16) {
+    typedef T vec __attribute__((vector_size(sizeof(T) * DC)));
+    at::parallel_for(0, U, 16, [&](int64_t u0, int64_t u1) {
+      for (int64_t u = u0; u < u1; u++) {
+        for (int64_t h = 0; h < H; h++) {
+          vec acc[DC];
+          for (int e = 0; e < DC; e++) acc[e] = vec{};
+          for (int64_t t = start[u]; t < start[u + 1]; t++)
+            for (int64_t s = 0; s < S; s++) {
+              const int64_t o = ((order[t] * S + s) * H + h) * DC;
+              vec xv;
+              __builtin_memcpy(&xv, x + o, sizeof(vec));
+              for (int e = 0; e < DC; e++) acc[e] += gy[o + e] * xv;
+            }
+          T* out = gM + (u * H + h) * DC * DC;
+          for (int e = 0; e < DC; e++) __builtin_memcpy(out + e * DC, &acc[e], sizeof(vec));
+        }
+      }
+    });
+    return;
+  }
   const int64_t D = DC ? DC : Dr;
   at::parallel_for(0, U, 16, [&](int64_t u0, int64_t u1) {
     std::vector<T> gm_(D * D);
