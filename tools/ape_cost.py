@@ -194,12 +194,12 @@ def work_breakdown(args):
         times = _best_ms({"maps": maps, "gather": gather, "rotate_two": rotate_two, "rotate_one": rotate_one,
                           "naive_two": naive_two, **({"kernel_two": kernel_two, "kernel_one": kernel_one, "kernel_forward": kernel_forward,
                                                       "copy_maps": copy_maps} if has_kernel else {})}, 5)
-        c = len(plan.into) // len(plan.chunk_map)
+        c, distinct = len(plan.into) // len(plan.chunk_map), int(node[node >= 0].unique().numel())
         out[side] = {"ms": times, "tokens": int((pos.depth >= 0).sum()),
-                     "distinct_maps": int(node[node >= 0].unique().numel()), "map_rows": int(plan.slot.shape[0]),   # rows: padded
+                     "distinct_maps": distinct, "map_rows": int(plan.slot.shape[0]),   # rows: padded
                      "level_groups": len(plan.groups), "chunks": int(plan.chunks), "chunk_size": c,
                      "products_per_rotation": int(plan.chunks) * H, "heads": H, "head_dim": d,
-                     "bytes": {"maps_used": int(node[node >= 0].unique().numel()) * H * d * d * M.element_size(),
+                     "bytes": {"maps_used": distinct * H * d * d * M.element_size(),
                                "maps_all": M.numel() * M.element_size(), "q_and_k": 2 * q.numel() * q.element_size()}}
     out["seconds"] = out["step_ms"]["ape-tree"] / 1e3
     return out
