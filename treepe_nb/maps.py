@@ -278,6 +278,110 @@ torch::Tensor map_gradient(torch::Tensor M, torch::Tensor order, torch::Tensor s
   });
   return gM;
 }
+
+// The level walk of `tree_maps` (head dimensions 8 and 16): groups (slot, a, b) in level order, rows a..b of the maps
+// M [U, H, D, D] are their parents' maps times G[slot]. Row i of M_u is sum_k M_parent[i, k] G_s[k, :]: D multiply-adds
+// of vectors of D lanes, with G_s held as D vectors (in registers) for the whole group. Heads are independent.
+template <typename T, int DC>
+static void walk_impl(const T* G, const int64_t* parent, const int64_t* groups, int64_t n_groups, T* M, int64_t H) {
+  typedef T vec __attribute__((vector_size(sizeof(T) * DC)));
+  constexpr int64_t B = DC * DC;
+  at::parallel_for(0, H, 1, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; h++)
+      for (int64_t q = 0; q < n_groups; q++) {
+        const int64_t s = groups[3 * q], a = groups[3 * q + 1], b = groups[3 * q + 2];
+        vec block[DC];
+        __builtin_memcpy(block, G + (s * H + h) * B, sizeof(block));
+        for (int64_t u = a; u < b; u++) {
+          const T* p = M + (parent[u] * H + h) * B;
+          T* m = M + (u * H + h) * B;
+          for (int i = 0; i < DC; i++) {
+            vec a0{}, a1{};
+            for (int k = 0; k < DC; k += 2) { a0 += p[i * DC + k] * block[k]; a1 += p[i * DC + k + 1] * block[k + 1]; }
+            const vec r = a0 + a1;
+            __builtin_memcpy(m + i * DC, &r, sizeof(vec));
+          }
+        }
+      }
+  });
+}
+
+// Its backward, deepest level first (a map's gradient is complete before it goes to its parent): over each group's
+// rows, gG_s += M_parent^T gM_u (summed in D vectors, in registers) and gM_parent += gM_u G_s^T (in place in gM).
+template <typename T, int DC>
+static void walk_back_impl(const T* G, const int64_t* parent, const int64_t* groups, int64_t n_groups, const T* M,
+                           T* gM, T* gG, int64_t H) {
+  typedef T vec __attribute__((vector_size(sizeof(T) * DC)));
+  constexpr int64_t B = DC * DC;
+  at::parallel_for(0, H, 1, [&](int64_t h0, int64_t h1) {
+    T tmp[B];
+    for (int64_t h = h0; h < h1; h++)
+      for (int64_t q = n_groups - 1; q >= 0; q--) {
+        const int64_t s = groups[3 * q], a = groups[3 * q + 1], b = groups[3 * q + 2];
+        const T* g = G + (s * H + h) * B;
+        for (int e = 0; e < DC; e++) for (int k = 0; k < DC; k++) tmp[k * DC + e] = g[e * DC + k];
+        vec gt[DC], acc[DC];                              // G_s^T as D vectors; gG_s's running sum
+        __builtin_memcpy(gt, tmp, sizeof(gt));
+        __builtin_memcpy(acc, gG + (s * H + h) * B, sizeof(acc));
+        for (int64_t u = a; u < b; u++) {
+          const T* p = M + (parent[u] * H + h) * B;
+          const T* d = gM + (u * H + h) * B;
+          T* dp = gM + (parent[u] * H + h) * B;
+          for (int i = 0; i < DC; i++) {
+            vec row, up;
+            __builtin_memcpy(&row, d + i * DC, sizeof(vec));
+            for (int k = 0; k < DC; k++) acc[k] += p[i * DC + k] * row;
+            vec a0{}, a1{};
+            for (int k = 0; k < DC; k += 2) { a0 += d[i * DC + k] * gt[k]; a1 += d[i * DC + k + 1] * gt[k + 1]; }
+            __builtin_memcpy(&up, dp + i * DC, sizeof(vec));
+            up += a0 + a1;
+            __builtin_memcpy(dp + i * DC, &up, sizeof(vec));
+          }
+        }
+        __builtin_memcpy(gG + (s * H + h) * B, acc, sizeof(acc));
+      }
+  });
+}
+
+#define TREEPE_WALK_DIM(F, D, ...) if (D == 8) F<scalar_t, 8>(__VA_ARGS__); else F<scalar_t, 16>(__VA_ARGS__);
+
+static void check_walk(const torch::Tensor& G, const torch::Tensor& parent, const torch::Tensor& groups) {
+  TORCH_CHECK(G.dim() == 4 && G.size(2) == G.size(3) && (G.size(3) == 8 || G.size(3) == 16),
+              "generators [n, H, D, D] with D 8 or 16 expected");
+  TORCH_CHECK(G.is_contiguous() && parent.is_contiguous() && groups.is_contiguous(), "contiguous tensors expected");
+  TORCH_CHECK(groups.dim() == 2 && groups.size(1) == 3 && groups.scalar_type() == torch::kInt64, "groups [n, 3] int64 expected");
+}
+
+// The maps [U, H, D, D] of a plan's nodes. The groups cover rows 1 .. end - 1; the root (row 0) and the padding rows
+// (end .. U - 1) are the identity.
+torch::Tensor walk(torch::Tensor G, torch::Tensor parent, torch::Tensor groups, int64_t U) {
+  check_walk(G, parent, groups);
+  const int64_t H = G.size(1), D = G.size(3), n = groups.size(0);
+  const int64_t end = n ? groups.data_ptr<int64_t>()[3 * n - 1] : 1;
+  TORCH_CHECK(end <= U && parent.numel() >= end, "the groups reach beyond the plan's rows");
+  auto M = torch::empty({U, H, D, D}, G.options());
+  auto eye = torch::eye(D, G.options());
+  M.narrow(0, 0, 1).copy_(eye.expand({1, H, D, D}));
+  if (end < U) M.narrow(0, end, U - end).copy_(eye.expand({U - end, H, D, D}));
+  AT_DISPATCH_FLOATING_TYPES(G.scalar_type(), "treepe_walk", [&] {
+    TREEPE_WALK_DIM(walk_impl, D, G.data_ptr<scalar_t>(), parent.data_ptr<int64_t>(), groups.data_ptr<int64_t>(), n,
+                    M.data_ptr<scalar_t>(), H)
+  });
+  return M;
+}
+
+// The generators' gradient from the maps' (gM [U, H, D, D], accumulated into in place: pass a copy).
+torch::Tensor walk_backward(torch::Tensor G, torch::Tensor parent, torch::Tensor groups, torch::Tensor M, torch::Tensor gM) {
+  check_walk(G, parent, groups);
+  TORCH_CHECK(M.is_contiguous() && gM.is_contiguous() && gM.sizes() == M.sizes() && gM.scalar_type() == G.scalar_type(),
+              "maps and their gradient [U, H, D, D] expected");
+  auto gG = torch::zeros_like(G);
+  AT_DISPATCH_FLOATING_TYPES(G.scalar_type(), "treepe_walk_backward", [&] {
+    TREEPE_WALK_DIM(walk_back_impl, G.size(3), G.data_ptr<scalar_t>(), parent.data_ptr<int64_t>(), groups.data_ptr<int64_t>(),
+                    groups.size(0), M.data_ptr<scalar_t>(), gM.data_ptr<scalar_t>(), gG.data_ptr<scalar_t>(), G.size(1))
+  });
+  return gG;
+}
 """
 
 def _machine_tag() -> str:
@@ -307,7 +411,7 @@ def _build_cpu_kernels():
         if not [*root.glob(f"{name}*/{name}*.so"), *root.glob(f"*/{name}*/{name}*.so")]:   # [ROOT/py311_cpu/]NAME[_vK]/NAME[_vK].so
             print("treepe_nb: building the CPU kernels of the position maps (once on this machine, about a minute; "
                   "TREEPE_CPU_KERNELS=0 skips them)", file=sys.stderr)
-        return cpp_extension.load_inline(name, cpp_sources=_CPU_SOURCE, functions=["rotate", "map_gradient"],
+        return cpp_extension.load_inline(name, cpp_sources=_CPU_SOURCE, functions=["rotate", "map_gradient", "walk", "walk_backward"],
                                          extra_cflags=["-O3", "-march=native"], verbose=False)
     except Exception as e:                                        # no compiler, no ninja, a failed build, ImportError
         first = (str(e).strip().splitlines() or [""])[0][:300]
@@ -474,13 +578,37 @@ class _LevelProducts(torch.autograd.Function):
                 g.index_add_(1, up, (gm @ G[s].mT).view(H, b - a, d, d))   # dM_parent += dM G_s^T
         return gG, None, None, None
 
+class _KernelWalk(torch.autograd.Function):
+    "The level walk in the compiled CPU kernel (`walk`, `walk_backward`): the same products and order as `_LevelProducts`, one call each way."
+    @staticmethod
+    def forward(ctx, G, parent, groups, U):   # groups: an int64 tensor [n_groups, 3]
+        G = G.contiguous()
+        M = cpu_kernels().walk(G, parent, groups, U)
+        ctx.save_for_backward(G, parent, groups, M)
+        return M
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        G, parent, groups, M = ctx.saved_tensors
+        return cpu_kernels().walk_backward(G, parent, groups, M, g.to(G.dtype).clone(memory_format=torch.contiguous_format)), None, None, None
+
+def _walk_kernel_applies(G:Tensor, plan:Plan, kernel:bool) -> bool:
+    "Whether `tree_maps` walks the levels in the compiled CPU kernel: CPU, float32/64, head dimension 8 or 16, eager, built."
+    return (kernel and bool(plan.groups) and G.device.type == "cpu" and G.dtype in (torch.float32, torch.float64)
+            and G.shape[-1] in (8, 16) and not torch.compiler.is_compiling() and cpu_kernels() is not None)
+
 def tree_maps(G:Tensor, # [n, H, d, d] generators
                plan:Plan, # `plans.tree_plan`: slot, parent, jumps, groups
+               kernel:bool=True, # on the CPU, walk the levels in the compiled kernel when it applies (`cpu_kernels`)
               ) -> Tensor: # [U, H, d, d]: the product of the generators along each node's root path
     """The map of every distinct node of a plan's trie, `[U, H, d, d]`: the product of the generators along its root
-    path (the root and padding rows: the identity). By doubling where the shapes must not depend on the trie (traced)
-    or where doubling's extra work is small; else level by level."""
+    path (the root and padding rows: the identity). On the CPU, level by level in the compiled kernel (head dimensions
+    8 and 16); elsewhere by doubling where the shapes must not depend on the trie (traced) or where doubling's extra
+    work is small, else level by level in batched products."""
     (U,), steps, (_, H, d, _) = plan.slot.shape, plan.jumps.shape[0], G.shape
+    if _walk_kernel_applies(G, plan, kernel):
+        return _KernelWalk.apply(G, plan.parent, torch.tensor(plan.groups, dtype=torch.int64).view(-1, 3), U)
     if torch.compiler.is_compiling() or U * max(steps - 1, 0) * H * d ** 3 <= _DOUBLING_WORK or not plan.groups:
         d = G.shape[-1]
         with _exact(G):
