@@ -14,8 +14,9 @@ Measurements (each worker imports `treepe_nb` from its side's folder):
 * `cell`: chapter 10's cell tree-rotate-dfs-ape-tree-s0 end to end (training 1000 steps, dev evaluations, test
   decoding), as `tools/throughput.py` runs it;
 * `breakdown` (this checkout only): where ape-tree's extra time goes on the For2Lam-long batch (`work_breakdown`);
-* `kernel` (this checkout only): the same ape-tree model and batches with the compiled CPU kernel and without it
-  (`TREEPE_CPU_KERNELS=0`), alternated with `none`, at the chapter-10 size and on the For2Lam-long batch;
+* `kernel` (this checkout only): the same ape-tree model and batches with the compiled CPU kernels (rotations and,
+  since 46f3d66, the maps' level walk) and without them (`TREEPE_CPU_KERNELS=0`), alternated with `none`, at the
+  chapter-10 size and on the For2Lam-long batch;
 * `compile` (this checkout only): the chapter-10 step of `none` and `ape-tree`, eager against `torch.compile`
   (inductor, the default backend), alternated, on one batch (one padded shape: compiling a graph costs minutes on
   this CPU), and the same on the For2Lam-long batch; the compilation time is reported apart.
@@ -155,7 +156,8 @@ def _best_ms(fns:dict, repeat:int, rounds:int=5) -> dict:
 
 
 def work_breakdown(args):
-    """Where ape-tree's extra time goes on the For2Lam-long batch, forward and backward: each side's maps, the gather of
+    """Where ape-tree's extra time goes on the For2Lam-long batch, forward and backward: each side's maps (as the step
+    computes them, and in PyTorch calls where the CPU kernel could have walked the levels), the gather of
     its chunks' maps (once per side and step), one layer's rotation of queries and keys or of one tensor (on the
     chunks' maps, and with the compiled CPU kernel, which needs no chunks), and the naive rotation (a matrix gathered
     per token); the layout's sizes; and the steps of `none` and `ape-tree`, alternated in the same process."""
@@ -177,6 +179,8 @@ def work_breakdown(args):
         Mc, lay = PositionMaps(M.detach(), plan.node, plan)._layout((B, L))   # the chunks' maps: once per side and step
         Mc = Mc.detach().requires_grad_()                           # a leaf: what each attention layer pays
         def maps(): tree_maps(G, plan).sum().backward()
+        walk_kernel = "kernel" in inspect.signature(tree_maps).parameters   # a checkout whose maps may take the CPU kernel
+        def maps_batched(): tree_maps(G, plan, kernel=False).sum().backward()   # the walk (or doubling) in PyTorch calls
         def gather(): PositionMaps(M, plan.node, plan)._layout((B, L))[0].sum().backward()
         def rotate_two(): _rotate_chunks(Mc, lay, (q, k)).sum().backward()
         def rotate_one(): _rotate_chunks(Mc, lay, (q,)).sum().backward()
@@ -191,7 +195,7 @@ def work_breakdown(args):
             per_token = torch.cat([M, M.new_zeros(1, H, d, d)]).index_select(0, node.where(node >= 0, len(M)))
             x = torch.stack([q, k], -1).transpose(1, 2).reshape(-1, H, d, 2)
             (per_token @ x).sum().backward()
-        times = _best_ms({"maps": maps, "gather": gather, "rotate_two": rotate_two, "rotate_one": rotate_one,
+        times = _best_ms({"maps": maps, **({"maps_batched": maps_batched} if walk_kernel else {}), "gather": gather, "rotate_two": rotate_two, "rotate_one": rotate_one,
                           "naive_two": naive_two, **({"kernel_two": kernel_two, "kernel_one": kernel_one, "kernel_forward": kernel_forward,
                                                       "copy_maps": copy_maps} if has_kernel else {})}, 5)
         c, distinct = len(plan.into) // len(plan.chunk_map), int(node[node >= 0].unique().numel())
