@@ -109,11 +109,12 @@ def _rotate_by_position(maps:Tensor, # [L, H, d, d]: token l takes map l
 _CPU_SOURCE = r"""
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
+#include <algorithm>
 #include <vector>
 
 // Rows n of x [N, S, H, D]: S tensors rotated together, H heads. Map u [H, D, D] acts as y = M x.
-// Tokens in map order (CSR): order[start[u] .. start[u+1]) are the rows whose map is u; a row in no range
-// (padding) is left at 0. Each map is read once and copied into a local block (transposed for y = M x, as it
+// Tokens in map order (CSR): order[start[u] .. start[u+1]) are the rows whose map is u; the rows after
+// order[start[U] - 1] (padding) are set to 0 by `rotate`. Each map is read once and copied into a local block (transposed for y = M x, as it
 // is for M^T x), so that a row's product is D steps of acc[0..D) += x[d] * block[d][0..D), which vectorises.
 template <typename T, int DC, bool TRANSPOSE>
 static void apply_maps(const T* M, const int64_t* order, const int64_t* start, const T* x, T* y,
@@ -256,8 +257,15 @@ static void check(const torch::Tensor& M, const torch::Tensor& order, const torc
 // y = M x for every row (backward = false), or M^T x (backward = true: the rows' gradient).
 torch::Tensor rotate(torch::Tensor M, torch::Tensor order, torch::Tensor start, torch::Tensor x, bool backward) {
   check(M, order, start, x);
-  auto y = torch::zeros_like(x);
-  const int64_t U = M.size(0), S = x.size(1), H = x.size(2), D = x.size(3);
+  auto y = torch::empty_like(x);                        // every visited row is written; the rest (padding) zeroed here
+  const int64_t U = M.size(0), S = x.size(1), H = x.size(2), D = x.size(3), row = S * H * D;
+  const int64_t* o = order.data_ptr<int64_t>();
+  const int64_t visited = start.data_ptr<int64_t>()[U];
+  TORCH_CHECK(order.numel() == x.size(0) && visited <= x.size(0), "order must list every row once");
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "treepe_rotate_padding", [&] {
+    scalar_t* yp = y.data_ptr<scalar_t>();
+    for (int64_t t = visited; t < x.size(0); t++) std::fill(yp + o[t] * row, yp + (o[t] + 1) * row, scalar_t(0));
+  });
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "treepe_rotate", [&] {
     if (backward) { TREEPE_BY_DIM(rotate_back_impl, D, M.data_ptr<scalar_t>(), order.data_ptr<int64_t>(),
                                   start.data_ptr<int64_t>(), x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), U, S, H, D) }
