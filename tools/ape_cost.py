@@ -195,8 +195,8 @@ def work_breakdown(args):
             per_token = torch.cat([M, M.new_zeros(1, H, d, d)]).index_select(0, node.where(node >= 0, len(M)))
             x = torch.stack([q, k], -1).transpose(1, 2).reshape(-1, H, d, 2)
             (per_token @ x).sum().backward()
-        times = _best_ms({"maps": maps, **({"maps_batched": maps_batched} if walk_kernel else {}), "gather": gather, "rotate_two": rotate_two, "rotate_one": rotate_one,
-                          "naive_two": naive_two, **({"kernel_two": kernel_two, "kernel_one": kernel_one, "kernel_forward": kernel_forward,
+        times = _best_ms({"maps": maps, **({"maps_batched": maps_batched} if walk_kernel else {}), "gather": gather,
+                          "rotate_two": rotate_two, "rotate_one": rotate_one, "naive_two": naive_two, **({"kernel_two": kernel_two, "kernel_one": kernel_one, "kernel_forward": kernel_forward,
                                                       "copy_maps": copy_maps} if has_kernel else {})}, 5)
         c, distinct = len(plan.into) // len(plan.chunk_map), int(node[node >= 0].unique().numel())
         out[side] = {"ms": times, "tokens": int((pos.depth >= 0).sum()),

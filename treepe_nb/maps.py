@@ -113,9 +113,10 @@ _CPU_SOURCE = r"""
 #include <vector>
 
 // Rows n of x [N, S, H, D]: S tensors rotated together, H heads. Map u [H, D, D] acts as y = M x.
-// Tokens in map order (CSR): order[start[u] .. start[u+1]) are the rows whose map is u; the rows after
-// order[start[U] - 1] (padding) are set to 0 by `rotate`. Each map is read once and copied into a local block (transposed for y = M x, as it
-// is for M^T x), so that a row's product is D steps of acc[0..D) += x[d] * block[d][0..D), which vectorises.
+// Tokens in map order (CSR): order[start[u] .. start[u+1]) are the rows whose map is u; the rows listed after
+// start[U] (padding) are set to 0 by `rotate`. Each map is read once and copied into a local block (transposed for
+// y = M x, as it is for M^T x), so that a row's product is D steps of acc[0..D) += x[d] * block[d][0..D), which
+// vectorises.
 template <typename T, int DC, bool TRANSPOSE>
 static void apply_maps(const T* M, const int64_t* order, const int64_t* start, const T* x, T* y,
                        int64_t U, int64_t S, int64_t H, int64_t Dr) {
@@ -353,20 +354,31 @@ static void walk_back_impl(const T* G, const int64_t* parent, const int64_t* gro
 
 #define TREEPE_WALK_DIM(F, D, ...) if (D == 8) F<scalar_t, 8>(__VA_ARGS__); else F<scalar_t, 16>(__VA_ARGS__);
 
-static void check_walk(const torch::Tensor& G, const torch::Tensor& parent, const torch::Tensor& groups) {
+// A plan the walk can trust: each group's slot names a generator, the groups' rows follow each other from row 1 on
+// (so every row up to the last group's end is written) and stay below U, and every row's parent comes before it (a
+// row's map is complete before its children read it; no read or write outside the maps).
+static void check_walk(const torch::Tensor& G, const torch::Tensor& parent, const torch::Tensor& groups, int64_t U) {
   TORCH_CHECK(G.dim() == 4 && G.size(2) == G.size(3) && (G.size(3) == 8 || G.size(3) == 16),
               "generators [n, H, D, D] with D 8 or 16 expected");
   TORCH_CHECK(G.is_contiguous() && parent.is_contiguous() && groups.is_contiguous(), "contiguous tensors expected");
-  TORCH_CHECK(groups.dim() == 2 && groups.size(1) == 3 && groups.scalar_type() == torch::kInt64, "groups [n, 3] int64 expected");
+  TORCH_CHECK(groups.dim() == 2 && groups.size(1) == 3 && groups.scalar_type() == torch::kInt64 &&
+              parent.scalar_type() == torch::kInt64 && parent.numel() == U, "groups [n, 3] and parent [U], int64, expected");
+  const int64_t* g = groups.data_ptr<int64_t>();
+  const int64_t* p = parent.data_ptr<int64_t>();
+  for (int64_t q = 0, next = 1; q < groups.size(0); next = g[3 * q + 2], q++) {
+    const int64_t s = g[3 * q], a = g[3 * q + 1], b = g[3 * q + 2];
+    TORCH_CHECK(s >= 0 && s < G.size(0) && a == next && a <= b && b <= U, "group ", q, " (slot ", s, ", rows ", a, " .. ",
+                b, ") does not follow row ", next, " or is outside the ", G.size(0), " generators or the ", U, " rows");
+    for (int64_t u = a; u < b; u++) TORCH_CHECK(p[u] >= 0 && p[u] < u, "row ", u, " has parent ", p[u], ": not an earlier row");
+  }
 }
 
 // The maps [U, H, D, D] of a plan's nodes. The groups cover rows 1 .. end - 1; the root (row 0) and the padding rows
 // (end .. U - 1) are the identity.
 torch::Tensor walk(torch::Tensor G, torch::Tensor parent, torch::Tensor groups, int64_t U) {
-  check_walk(G, parent, groups);
+  check_walk(G, parent, groups, U);
   const int64_t H = G.size(1), D = G.size(3), n = groups.size(0);
   const int64_t end = n ? groups.data_ptr<int64_t>()[3 * n - 1] : 1;
-  TORCH_CHECK(end <= U && parent.numel() >= end, "the groups reach beyond the plan's rows");
   auto M = torch::empty({U, H, D, D}, G.options());
   auto eye = torch::eye(D, G.options());
   M.narrow(0, 0, 1).copy_(eye.expand({1, H, D, D}));
@@ -380,7 +392,7 @@ torch::Tensor walk(torch::Tensor G, torch::Tensor parent, torch::Tensor groups, 
 
 // The generators' gradient from the maps' (gM [U, H, D, D], accumulated into in place: pass a copy).
 torch::Tensor walk_backward(torch::Tensor G, torch::Tensor parent, torch::Tensor groups, torch::Tensor M, torch::Tensor gM) {
-  check_walk(G, parent, groups);
+  check_walk(G, parent, groups, M.size(0));
   TORCH_CHECK(M.is_contiguous() && gM.is_contiguous() && gM.sizes() == M.sizes() && gM.scalar_type() == G.scalar_type(),
               "maps and their gradient [U, H, D, D] expected");
   auto gG = torch::zeros_like(G);
@@ -587,7 +599,8 @@ class _LevelProducts(torch.autograd.Function):
         return gG, None, None, None
 
 class _KernelWalk(torch.autograd.Function):
-    "The level walk in the compiled CPU kernel (`walk`, `walk_backward`): the same products and order as `_LevelProducts`, one call each way."
+    """The level walk in the compiled CPU kernel (`walk`, `walk_backward`): the same products and order as
+    `_LevelProducts`, one call each way."""
     @staticmethod
     def forward(ctx, G, parent, groups, U):   # groups: an int64 tensor [n_groups, 3]
         G = G.contiguous()
@@ -599,7 +612,8 @@ class _KernelWalk(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, g):
         G, parent, groups, M = ctx.saved_tensors
-        return cpu_kernels().walk_backward(G, parent, groups, M, g.to(G.dtype).clone(memory_format=torch.contiguous_format)), None, None, None
+        g = g.to(G.dtype).clone(memory_format=torch.contiguous_format)   # the kernel adds into it: a copy of its own
+        return cpu_kernels().walk_backward(G, parent, groups, M, g), None, None, None
 
 def _walk_kernel_applies(G:Tensor, plan:Plan, kernel:bool) -> bool:
     "Whether `tree_maps` walks the levels in the compiled CPU kernel: CPU, float32/64, head dimension 8 or 16, eager, built."
