@@ -18,7 +18,7 @@ def pytest_sessionstart(session):
     # Build (or load) the CPU kernels of the position maps once, before any test: on a fresh machine the first build
     # takes about a minute and says so on stderr, which would otherwise land in whichever test, or test's
     # subprocess, rotates first.
-    from treepe_nb.maps import cpu_kernels
+    from treepe_nb.kernels import cpu_kernels
     cpu_kernels()
 
 
