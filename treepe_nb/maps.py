@@ -105,7 +105,7 @@ def _rotate_by_position(maps:Tensor, # [L, H, d, d]: token l takes map l
     rows = x.to(maps.dtype).movedim(-2, 0).reshape(L, -1, H, d).transpose(1, 2)               # [L, H, rows, d]
     return _Product.apply(rows, maps.mT).transpose(1, 2).reshape(L, *lead, H, d).movedim(0, -2)
 
-# %% ../nbs/01d_maps.ipynb #1d7a3cb2
+# %% ../nbs/01d_maps.ipynb #20b75352
 class _KernelRotate(torch.autograd.Function):
     """Every token times its map in the compiled CPU kernel, as one autograd node: tokens visited map by map (`order`,
     `start`), each map read once; the backward is `M^T g` for the tokens (the same kernel, transposed) and
