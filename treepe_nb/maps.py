@@ -278,7 +278,7 @@ class _KernelWalk(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, g):
         G, parent, groups, M = ctx.saved_tensors
-        g = g.to(G.dtype).clone(memory_format=torch.contiguous_format)   # the kernel adds into it: a copy of its own
+        g = g.to(G.dtype, memory_format=torch.contiguous_format, copy=True)   # the kernel adds into it: one copy of its own
         return cpu_kernels().walk_backward(G, parent, groups, M, g), None, None, None
 
 def _walk_kernel_applies(G:Tensor, plan:Plan, kernel:bool) -> bool:
