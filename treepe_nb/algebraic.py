@@ -14,8 +14,8 @@ from .maps import PositionMaps, tree_maps
 from .sequence import frequencies
 
 # %% auto #0
-__all__ = ['skew', 'skew_entries', 'orthogonal', 'rope_matrix', 'rope_to_ape', 'ape_to_rope', 'OrthogonalPE', 'SequenceAPE',
-           'TreeAPE', 'DirectSumMaps', 'GridAPE']
+__all__ = ['LAYOUTS', 'skew', 'skew_entries', 'orthogonal', 'rope_matrix', 'rope_to_ape', 'ape_to_rope', 'Rotations',
+           'OrthogonalPE', 'SequenceAPE', 'TreeAPE', 'TreeMapCache', 'DirectSumMaps', 'GridAPE']
 
 # %% ../nbs/04_algebraic.ipynb #27a4452d
 def _work_dtype(dtype) -> torch.dtype:
@@ -146,7 +146,43 @@ def _same_values(snapshot:Tensor|None, p:Tensor) -> bool:
     return snapshot is not None and snapshot.device == p.device and snapshot.dtype == p.dtype \
            and snapshot.shape == p.shape and torch.equal(snapshot, p.detach())
 
-class OrthogonalPE(nn.Module):
+LAYOUTS = ("BHLD", "BLHD")   # [batch, heads, length, dim] (this package, F.scaled_dot_product_attention) or [batch, length, heads, dim]
+
+def _check_layout(layout:str) -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be BHLD ([batch, heads, length, dim], as this package and F.scaled_dot_product_attention "
+                         f"take them) or BLHD ([batch, length, heads, dim], as flash-attention and Hugging Face), got {layout!r}")
+    return layout
+
+class Rotations:
+    "What every orthogonal encoding offers your own attention: `rotate` and `rotate_queries_and_keys`, from its `prepare` and its `layout`."
+    layout = "BHLD"
+
+    def _maps(self, positions):
+        "`positions` if they are maps already (from `prepare`: `PositionMaps`, `DirectSumMaps`), else their maps."
+        return positions if callable(getattr(positions, "rotate", None)) else self.prepare(positions)
+
+    def _swap(self, x:Tensor) -> Tensor:
+        "`x` between the module's `layout` and `[*batch, heads, length, dim]` (a transpose: its own inverse)."
+        return x if self.layout == "BHLD" else x.transpose(-2, -3)
+
+    def rotate(self, x:Tensor, # `[*batch, heads, length, dim]` (layout BHLD) or `[*batch, length, heads, dim]` (BLHD), floating point
+               positions, # the tokens' positions, or the maps `prepare` returned for them (reuse them across layers)
+              ) -> Tensor: # `M x` per token: same shape and dtype as `x`
+        "Multiply each token by its map: the rotated query of `a` dotted with the rotated key of `c` is `q^T M_a^T M_c k`."
+        return self._swap(self._maps(positions).rotate(self._swap(x)))
+
+    def rotate_queries_and_keys(self, q:Tensor, # queries, in the module's `layout`
+                                k:Tensor, # keys of the same tokens, in the same layout
+                                positions, # the tokens' positions (any slice of a sequence's), or the maps of `prepare`
+                               ) -> tuple[Tensor, Tensor]: # the rotated queries and keys, shapes and dtypes kept
+        "Rotate queries and keys with maps computed once for both, in one pass over the maps (the call for your own attention)."
+        q, k = self._maps(positions).rotate(self._swap(q), self._swap(k))
+        return self._swap(q), self._swap(k)
+
+    def forward(self, x:Tensor, positions) -> Tensor: return self.rotate(x, positions)
+
+class OrthogonalPE(Rotations, nn.Module):
     "Orthogonal generators per head, each `exp(A - A^T)` of learned entries: the base of `SequenceAPE` and `TreeAPE`, whose `prepare` turns positions into maps."
     def __init__(self, n_gen:int, # generators per head: 1 for sequences, n (one per branch) for trees
                  head_dim:int, # head dimension: the generators are head_dim x head_dim
@@ -155,12 +191,14 @@ class OrthogonalPE(nn.Module):
                  base:float, # RoPE's wavelength scale, for the rope inits
                  std:float, # spread of the "random" init
                  dtype=None, # parameter dtype (default: torch's default dtype)
+                 device=None, # parameter device (default: the CPU), as `nn.Linear` takes it
+                 layout:str="BHLD", # how `rotate` and `rotate_queries_and_keys` read queries and keys (one of `LAYOUTS`)
                 ):
         super().__init__()
         self.head_dim, self.num_heads = _check_size(head_dim, "head_dim"), _check_size(num_heads, "num_heads")
-        self.init = init
+        self.init, self.layout = init, _check_layout(layout)
         entries = _initial_entries(_check_size(n_gen, "n"), num_heads, head_dim, init, base, std)
-        self.entries = nn.Parameter(entries.to(dtype or torch.get_default_dtype()))
+        self.entries = nn.Parameter(entries.to(device=device, dtype=dtype or torch.get_default_dtype()))
         self.register_buffer("_cache", None, persistent=False)   # float64 generators, reused in eval mode
         self._cache_of = None                                    # the parameter values they were computed from
         self._shared = None                                      # inside `shared_generators`: [] or [G]
@@ -191,15 +229,9 @@ class OrthogonalPE(nn.Module):
         "The orthogonal map of every position (a matrix per token: for inspection; `rotate` does not build these)."
         return self.prepare(positions).full()
 
-    def rotate(self, x:Tensor, # `[*batch, heads, length, dim]` floating point, e.g. queries or keys
-               positions, # the tokens' positions, or the `PositionMaps` that `prepare` returned for them
-              ) -> Tensor: # `M x` per token: same shape and dtype as `x`
-        "Multiply each token by its map: the rotated query of `a` dotted with the rotated key of `c` is `q^T M_a^T M_c k`."
-        maps = positions if isinstance(positions, PositionMaps) else self.prepare(positions)
-        return maps.rotate(x)
+    def extra_repr(self): return f"head_dim={self.head_dim}, num_heads={self.num_heads}, init={self.init!r}" + _layout_repr(self)
 
-    forward = rotate
-    def extra_repr(self): return f"head_dim={self.head_dim}, num_heads={self.num_heads}, init={self.init!r}"
+def _layout_repr(m) -> str: return "" if m.layout == "BHLD" else f", layout={m.layout!r}"
 
 def _check_integer(t, what:str):
     if not isinstance(t, Tensor) or t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
@@ -231,17 +263,21 @@ class SequenceAPE(OrthogonalPE):
                  base:float=10000.0, # RoPE's wavelength scale, for the rope inits
                  std:float=0.02, # spread of the "random" init (generators near the identity)
                  dtype=None, # parameter dtype (default: torch's default dtype)
+                 device=None, # parameter device (default: the CPU)
+                 layout:str="BHLD", # queries and keys as `[B, H, L, D]` (BHLD) or `[B, L, H, D]` (BLHD), for `rotate`
                 ):
-        super().__init__(1, head_dim, num_heads, init, base, std, dtype)
+        super().__init__(1, head_dim, num_heads, init, base, std, dtype, device, layout)
 
     @classmethod
     def from_rope(cls, head_dim:int, # head dimension (even)
                   num_heads:int=1, # one generator per head, all starting at RoPE
                   base:float=10000.0, # RoPE's base
                   dtype=None, # parameter dtype
+                  device=None, # parameter device
+                  layout:str="BHLD", # queries and keys as `[B, H, L, D]` (BHLD) or `[B, L, H, D]` (BLHD)
                  ) -> SequenceAPE:
         "An APE that starts exactly at RoPE (`apply_rotary`'s interleaved layout, `theta_i = base^(-2i/head_dim)`)."
-        return cls(head_dim, num_heads, init="rope", base=base, dtype=dtype)
+        return cls(head_dim, num_heads, init="rope", base=base, dtype=dtype, device=device, layout=layout)
 
     def generator(self) -> Tensor: # `[heads, dim, dim]`
         "W of every head."
@@ -311,8 +347,10 @@ class TreeAPE(OrthogonalPE):
                  base:float=10000.0, # RoPE's wavelength scale, for the rope inits
                  std:float=0.02, # spread of the "random" init
                  dtype=None, # parameter dtype (default: torch's default dtype)
+                 device=None, # parameter device (default: the CPU)
+                 layout:str="BHLD", # queries and keys as `[B, H, L, D]` (BHLD) or `[B, L, H, D]` (BLHD), for `rotate`
                 ):
-        super().__init__(n, head_dim, num_heads, init, base, std, dtype)
+        super().__init__(n, head_dim, num_heads, init, base, std, dtype, device, layout)
         self.n = n
 
     def prepare(self, positions:TreePositions # whole root paths `[*batch, K]`, depths `[*batch]` (-1: padding)
@@ -327,7 +365,51 @@ class TreeAPE(OrthogonalPE):
                              f"{tuple(positions.shape)}: make the plan again (`with_plan`)")
         return PositionMaps(tree_maps(self.generators(), plan), plan.node, plan)
 
-    def extra_repr(self): return f"head_dim={self.head_dim}, n={self.n}, num_heads={self.num_heads}, init={self.init!r}"
+    def decoding_maps(self) -> TreeMapCache:
+        "An empty `TreeMapCache`: the maps of the nodes a decoder produces, one product per new node (decoding with a key/value cache)."
+        return TreeMapCache(self)
+
+    def extra_repr(self):
+        return f"head_dim={self.head_dim}, n={self.n}, num_heads={self.num_heads}, init={self.init!r}" + _layout_repr(self)
+
+# %% ../nbs/04_algebraic.ipynb #5d36bb77
+class TreeMapCache:
+    "The maps of the nodes a decoder has fed so far, by root path: a new node's map is its parent's times its slot's generator."
+    def __init__(self, ape:TreeAPE # the encoding whose maps these are (its generators are read once, now)
+                ):
+        self.ape, self.generators = ape, ape.generators()          # [n, H, D, D], fixed while decoding
+        H, D = self.generators.shape[1:3]
+        eye = torch.eye(D, dtype=self.generators.dtype, device=self.generators.device)
+        self.known = {(): eye.expand(H, D, D)}                       # root path -> map [H, D, D]; the root's, (), is I
+
+    def __len__(self) -> int: return len(self.known)                 # the root paths whose maps are known
+
+    def _add(self, nodes:list):
+        "Compute the maps of `nodes` (root paths whose parents are known or among them), one batched product per depth."
+        for depth in sorted({len(v) for v in nodes}):
+            level = [v for v in nodes if len(v) == depth]
+            parents = torch.stack([self.known[v[:-1]] for v in level])                  # [N, H, D, D]
+            slots = torch.tensor([v[-1] for v in level], device=parents.device)
+            for v, m in zip(level, parents @ self.generators[slots]): self.known[v] = m  # [N, H, D, D]
+
+    def maps(self, positions:TreePositions # one node per row: paths `[B, K]`, depths `[B]` (-1: padding)
+            ) -> PositionMaps: # the rows' maps, index `[B, 1]`: for queries and keys `[B, H, 1, D]`
+        "The map of each row's node, computing only those not known yet (normally one product per new node)."
+        if not isinstance(positions, TreePositions) or positions.depth.ndim != 1:
+            raise TypeError(f"positions must be TreePositions of one node per row (paths [B, K]), got "
+                            f"{type(positions).__name__}{tuple(getattr(positions, 'paths', positions).shape)}")
+        positions.check(n=self.ape.n, what="positions")
+        nodes = [tuple(p[:k]) if k >= 0 else None for p, k in zip(positions.paths.tolist(), positions.depth.tolist())]
+        missing = {}
+        for v in nodes:
+            while v is not None and v not in self.known and v not in missing: missing[v] = None; v = v[:-1]   # up to a known one
+        if missing: self._add(list(missing))
+        order = list(dict.fromkeys(v for v in nodes if v is not None))
+        G = self.generators
+        maps = torch.stack([self.known[v] for v in order]) if order else G.new_zeros(0, *G.shape[1:])
+        where = {v: i for i, v in enumerate(order)}
+        index = torch.tensor([where[v] if v is not None else -1 for v in nodes], device=G.device)
+        return PositionMaps(maps, index[:, None])
 
 # %% ../nbs/04_algebraic.ipynb #3d05eef1
 @dataclass(eq=False)
@@ -361,7 +443,7 @@ class DirectSumMaps:
         if len(xs) == 1: return torch.cat(out, -1)
         return tuple(torch.cat(parts, -1) for parts in zip(*out))
 
-class GridAPE(nn.Module):
+class GridAPE(Rotations, nn.Module):
     "Algebraic PE of grids: the direct sum of one `SequenceAPE` per axis, each on `head_dim // axes` coordinates."
     def __init__(self, head_dim:int, # head dimension, split evenly over the axes
                  num_heads:int=1, # one generator per axis and head
@@ -370,8 +452,11 @@ class GridAPE(nn.Module):
                  base:float=10000.0, # RoPE's base, for the rope inits
                  std:float=0.02, # spread of the "random" init
                  dtype=None, # parameter dtype
+                 device=None, # parameter device
+                 layout:str="BHLD", # queries and keys as `[B, H, L, D]` (BHLD) or `[B, L, H, D]` (BLHD), for `rotate`
                 ):
         super().__init__()
+        self.layout = _check_layout(layout)
         head_dim, num_heads = _check_size(head_dim, "head_dim"), _check_size(num_heads, "num_heads")
         axes = _check_size(axes, "axes")
         if head_dim % axes: raise ValueError(f"head_dim={head_dim} must split evenly over axes={axes}")
@@ -380,7 +465,7 @@ class GridAPE(nn.Module):
                              f"{head_dim // axes} coordinates (head_dim={head_dim}, axes={axes}), which must be even "
                              f"(or use init='random')")
         self.head_dim, self.num_heads, self.axes = head_dim, num_heads, axes
-        self.per_axis = nn.ModuleList(SequenceAPE(head_dim // axes, num_heads, init, base, std, dtype) for _ in range(axes))
+        self.per_axis = nn.ModuleList(SequenceAPE(head_dim // axes, num_heads, init, base, std, dtype, device) for _ in range(axes))
 
     def prepare(self, coords:Tensor # integer coordinates `[*batch, length, axes]`
                ) -> DirectSumMaps:
@@ -393,12 +478,3 @@ class GridAPE(nn.Module):
     def maps(self, coords:Tensor) -> Tensor: # `[*batch, length, heads, dim, dim]`, block-diagonal
         "One map per position (for inspection)."
         return self.prepare(coords).full()
-
-    def rotate(self, x:Tensor, # `[*batch, heads, length, dim]` floating point
-               coords, # `[*batch, length, axes]` integer coordinates, or what `prepare` returned for them
-              ) -> Tensor:
-        "Rotate queries or keys: scores then depend on coordinate differences only."
-        maps = coords if isinstance(coords, DirectSumMaps) else self.prepare(coords)
-        return maps.rotate(x)
-
-    forward = rotate

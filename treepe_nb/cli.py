@@ -123,15 +123,15 @@ def _task_options(p:argparse.ArgumentParser, items:list[str]) -> dict:
     return opts
 
 def _early_imports(argv:Sequence[str]|None):
-    """Import the modules of `--import` and of the run's configuration (`--config`'s file; with `--resume`, the run's
-    config.yaml) before the parser is made, so that the tasks and encodings they register are choices of its options."""
+    """Import the modules of `--import` and of your `--config` file before the parser is made, so that the tasks and
+    encodings they register are choices of its options. With `--resume`, the run folder's config.yaml imports nothing:
+    a module it names must be given with `--import` (`imported_already` says so when the run is read)."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--import", dest="imports", action="append", default=[])
     pre.add_argument("--config")
     pre.add_argument("--resume", action="store_true")
-    pre.add_argument("--out", default=TrainConfig().out)
     known, _ = pre.parse_known_args(argv)
-    file, listed = Path(known.out) / "config.yaml" if known.resume else known.config, []
+    file, listed = None if known.resume else known.config, []
     if file and Path(file).is_file():
         try: listed = read_run_file(file).get("imports") or []
         except (ValueError, AttributeError, TypeError): pass     # the parser names a bad file when it reads it
@@ -150,7 +150,7 @@ def config_from_args(argv:Sequence[str]|None=None # command-line arguments (defa
             if args.config: p.error("--resume reads the run's own config.yaml; --config cannot be given with it")
             stored = Path(getattr(args, "out", TrainConfig().out)) / "config.yaml"
             if not stored.is_file(): p.error(f"--resume: no run to continue in {stored.parent} (no config.yaml)")
-            values = TrainConfig.from_dict(_read_config(p, stored)).to_dict()
+            values = TrainConfig.from_dict(_read_config(p, stored), str(stored)).to_dict()
         else: values = nested_settings(_read_config(p, args.config)) if args.config else {"task": {}}
         for dest, v in vars(args).items():
             if dest in ("config", "resume", "overwrite", "no_progress", "no_test"): continue   # not settings of the run
@@ -259,7 +259,8 @@ def eval_cli(argv:Sequence[str]|None=None):
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: auto)")
     p.add_argument("--batch-size", type=int_at_least(1), default=64, help="examples per forward pass (default: 64)")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                   help="a module of yours to import first (repeatable; the run's own imports are imported anyway)")
+                   help="a module of yours to import first (repeatable); a run that needs one says which: a run folder "
+                   "imports nothing by itself")
     args = p.parse_args(argv)
     try: import_modules(args.imports)
     except ValueError as e: command_error("treepe-eval", e)

@@ -17,22 +17,28 @@ from .tasks import TaskConfig
 from .yaml_reader import load_yaml_data
 
 # %% auto #0
-__all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'RUN_FILE_LIMIT', 'import_modules', 'TrainConfig',
-           'check_device', 'resolve_device', 'nested_settings', 'resume_changes', 'read_run_file', 'stored_config',
-           'checkpoint_config']
+__all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'RUN_FILE_LIMIT', 'import_modules', 'imported_already',
+           'TrainConfig', 'check_device', 'resolve_device', 'nested_settings', 'resume_changes', 'read_run_file',
+           'stored_config', 'checkpoint_config']
 
 # %% ../nbs/08f_config.ipynb #afaa9cdb
+def _module_names(names) -> tuple[str, ...]:
+    "`names` as a tuple of module names (one name alone is accepted), else a `TypeError`/`ValueError` naming the bad one."
+    if isinstance(names, str): names = [names]
+    if isinstance(names, bytes) or not isinstance(names, Sequence):
+        raise TypeError(f"imports must be a list of module names, got {names!r:.60}")
+    for name in names:
+        if not isinstance(name, str) or not name.strip() or not all(p.isidentifier() for p in name.split(".")):
+            raise ValueError(f"imports must be module names such as my_encodings or pkg.tasks, got {name!r:.60}")
+    return tuple(names)
+
 def import_modules(names:Sequence[str], # module names, e.g. ["my_encodings"] (a single name is accepted too)
                   ) -> tuple[str, ...]: # the names, as given
     """Import your own modules (whose import registers tasks or encodings), the working folder first; a `ValueError`
     that names a module that cannot be found, or the error its import raised."""
-    if isinstance(names, str): names = [names]
-    if isinstance(names, bytes) or not isinstance(names, Sequence):
-        raise TypeError(f"imports must be a list of module names, got {names!r:.60}")
+    names = _module_names(names)
     if names and os.getcwd() not in sys.path: sys.path.insert(0, os.getcwd())   # as `python -m` does; a console script not
     for name in names:
-        if not isinstance(name, str) or not name.strip() or not all(p.isidentifier() for p in name.split(".")):
-            raise ValueError(f"imports must be module names such as my_encodings or pkg.tasks, got {name!r:.60}")
         try: importlib.import_module(name)
         except ModuleNotFoundError as e:
             if e.name is not None and name != e.name and not name.startswith(f"{e.name}."):
@@ -41,6 +47,21 @@ def import_modules(names:Sequence[str], # module names, e.g. ["my_encodings"] (a
                              f"folder that holds {name.replace('.', '/')}.py, or install it)") from None
         except ImportError as e: raise ValueError(f"importing {name!r} failed: {e}") from None
     return tuple(names)
+
+def imported_already(names:Sequence[str], # the modules a file of a run folder names (its `imports`)
+                     where:str, # the file, for the message (e.g. "runs/x/config.yaml")
+                    ) -> tuple[str, ...]: # the names, checked
+    """The modules a run's file names, checked and never imported (a run folder is data: it chooses no code to run).
+    Each must be imported already, by `--import`, `imports=` or an `import` of yours; a `ValueError` naming the file,
+    the modules and the flag that allows them otherwise."""
+    names = _module_names(names)
+    missing = [n for n in names if n not in sys.modules]
+    if missing:
+        them = ", ".join(map(repr, missing))
+        raise ValueError(f"{where} needs the module{'s' * (len(missing) > 1)} {them} (its imports), which a run folder may "
+                         f"not import by itself (it would run code the folder chose); if you trust that code, name it: "
+                         f"{' '.join(f'--import {n}' for n in missing)} (in Python: imports={list(missing)!r})")
+    return names
 
 # %% ../nbs/08f_config.ipynb #35a7941b
 def _section(cls, d:dict, name:str) -> dict:
@@ -131,10 +152,14 @@ class TrainConfig:
         return plain(asdict(self))
 
     @classmethod
-    def from_dict(cls, d:dict # `to_dict`'s form, or the flat form of records and checkpoints written before the spine
+    def from_dict(cls, d:dict, # `to_dict`'s form, or the flat form of records and checkpoints written before the spine
+                  where:str="the configuration", # where `d` was read from, for the message of `imported_already`
                  ) -> TrainConfig:
-        "A `TrainConfig` from plain data; the one converter of old flat configurations."
-        return cls(**nested_settings(d))
+        """A `TrainConfig` from plain data, the one converter of old flat configurations. Data chooses no code: the
+        modules its `imports` names must be imported already (`imported_already`); none is imported here."""
+        settings = nested_settings(d)
+        imported_already(settings.get("imports") or (), where)
+        return cls(**settings)
 
 def check_device(device:str # "auto", "cpu", "cuda", "cuda:N", "mps", ...
                 ) -> str: # `device`
@@ -251,7 +276,7 @@ def read_run_file(path:str|Path, # a run folder's config.yaml or vocab.json (or 
 def stored_config(path:str|Path # a run folder's config.yaml
                  ) -> TrainConfig:
     "The configuration a run folder's config.yaml holds; a `ValueError` that names the file for anything else."
-    try: return TrainConfig.from_dict(read_run_file(path))
+    try: return TrainConfig.from_dict(read_run_file(path), str(path))
     except TypeError as e: raise ValueError(f"{path} is not a run's configuration: {e}") from None
     except ValueError as e: raise ValueError(str(e) if str(path) in str(e) else f"{path}: {e}") from None
 
@@ -261,7 +286,8 @@ def checkpoint_config(path:str|Path, # a checkpoint (best.pt or last.pt) in its 
     """A checkpoint's own configuration, checked against its folder's config.yaml: where the two differ on the model or
     the data (an edited config.yaml, or a checkpoint copied from another run), a `ValueError` naming the settings."""
     path = Path(path)
-    cfg = TrainConfig.from_dict(ck["config"])
+    try: cfg = TrainConfig.from_dict(ck["config"], f"{path} (its configuration)")
+    except TypeError as e: raise ValueError(f"{path} holds no run configuration: {e}") from None
     stored = path.parent / "config.yaml"
     if stored.is_file():
         a, b = _flat_settings(cfg), _flat_settings(stored_config(stored))

@@ -4,11 +4,15 @@
 
 # %% ../nbs/01d_kernels.ipynb #b059ac65
 from __future__ import annotations
-import hashlib, os, platform, shutil, sys, warnings
+import hashlib, os, platform, shutil, sys, time, warnings
+from contextlib import contextmanager
 from pathlib import Path
+import torch
+try: import fcntl
+except ImportError: fcntl = None      # Windows: no fcntl locks
 
 # %% auto #0
-__all__ = ['cpu_kernels']
+__all__ = ['BUILD_WAIT', 'kernel_build_dir', 'build_lock', 'cpu_kernels']
 
 # %% ../nbs/01d_kernels.ipynb #bc381d3c
 _CPU_SOURCE = r"""
@@ -309,36 +313,92 @@ torch::Tensor walk_backward(torch::Tensor G, torch::Tensor parent, torch::Tensor
 }
 """
 
+_CFLAGS = ["-O3", "-march=native"]   # built for this CPU: another CPU builds its own (`kernel_build_dir`)
+
+
+# %% ../nbs/01d_kernels.ipynb #2f9c16e2
 def _machine_tag() -> str:
-    "A short hash of the machine's architecture and CPU flags: the kernels are built for this CPU (`-march=native`), so another CPU sharing the cache builds its own."
+    "A short hash of the machine's architecture and CPU flags (the kernels are built with `-march=native`)."
     try: flags = next((l for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith(("flags", "Features"))), "")
     except OSError: flags = ""
     return hashlib.sha1(f"{platform.machine()} {platform.processor()} {flags}".encode()).hexdigest()[:10]
 
+def kernel_build_dir() -> Path: # the folder of this environment's build
+    """Where this environment's build of the CPU kernels lives: one folder per CPU, torch installation, Python and kernel
+    source, under PyTorch's extensions folder (`TORCH_EXTENSIONS_DIR`, else its default). Environments that share a
+    machine (and its extensions folder) then never rebuild each other's library, and a changed source builds anew."""
+    from torch.utils import cpp_extension
+    key = "\n".join([_machine_tag(), torch.__version__, str(Path(torch.__file__).resolve().parent), sys.version,
+                     " ".join(_CFLAGS), _CPU_SOURCE])
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root())
+    return root / f"treepe_nb_maps_{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+
+
+# %% ../nbs/01d_kernels.ipynb #67d033ec
+BUILD_WAIT = 900   # seconds a process waits for another process's build of the kernels before it goes without them
+
+@contextmanager
+def build_lock(folder:Path, # a build folder (`kernel_build_dir`), created if missing
+               wait:float=BUILD_WAIT, # the most seconds to wait for another process that is building in `folder`
+              ):
+    """Hold `folder` for this process's build: an `fcntl` lock on `folder/treepe.lock`, which the system releases when
+    its process ends, however it ends. Inside it no other process builds there, so a PyTorch `lock` file found in the
+    folder was left by a build that was stopped (it would make every later build wait forever): it is removed, with a
+    notice. Another live builder is waited for at most `wait` seconds, then a `TimeoutError` names it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "treepe.lock", "a+") as f:
+        if fcntl is not None:                                      # no fcntl (Windows): PyTorch's own lock alone
+            start, told = time.monotonic(), False
+            while True:
+                try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB); break
+                except BlockingIOError:
+                    holder = (folder / "treepe.lock").read_text().strip() or "another process"
+                    if not told: print(f"treepe_nb: waiting for {holder} to finish building the CPU kernels in {folder}", file=sys.stderr)
+                    told = True
+                    if time.monotonic() - start > wait:
+                        raise TimeoutError(f"{holder} has been building the CPU kernels in {folder} for over {wait:.0f} s "
+                                           f"(stop it, or delete {folder}, to build anew)") from None
+                    time.sleep(0.2)
+            f.seek(0); f.truncate(); f.write(f"process {os.getpid()}"); f.flush()   # who holds it, for a waiter's message
+            stale = folder / "lock"
+            if stale.exists():
+                print(f"treepe_nb: removing {stale}, left by a build of the CPU kernels that was stopped", file=sys.stderr)
+                stale.unlink(missing_ok=True)
+        try: yield folder
+        finally:
+            if fcntl is not None: fcntl.flock(f, fcntl.LOCK_UN)
+
+
+# %% ../nbs/01d_kernels.ipynb #b8457b78
 _KERNELS = {}
 
 def cpu_kernels():
     """The compiled CPU kernels of the position maps (`PositionMaps.rotate`, `tree_maps`), or None where they cannot
     be built (no C++ compiler or ninja: a warning says so, once) or the environment sets `TREEPE_CPU_KERNELS=0`.
-    Built on first use with PyTorch's C++ extension tools (about a minute, once per machine: the build is cached)."""
+    Built on first use, once per environment (`kernel_build_dir`), with a notice on stderr whenever a build runs."""
     if os.environ.get("TREEPE_CPU_KERNELS", "1") == "0": return None
     if "module" not in _KERNELS: _KERNELS["module"] = _build_cpu_kernels()
     return _KERNELS["module"]
 
 def _build_cpu_kernels():
     from torch.utils import cpp_extension
-    name = f"treepe_nb_maps_{_machine_tag()}"
     try:
         if shutil.which("ninja") is None:                          # pip's ninja, in an environment not on PATH (a kernel)
             import ninja
             os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
-        root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root())
-        if not [*root.glob(f"{name}*/{name}*.so"), *root.glob(f"*/{name}*/{name}*.so")]:   # [ROOT/py311_cpu/]NAME[_vK]/NAME[_vK].so
-            print("treepe_nb: building the CPU kernels of the position maps (once on this machine, about a minute; "
-                  "TREEPE_CPU_KERNELS=0 skips them)", file=sys.stderr)
-        return cpp_extension.load_inline(name, cpp_sources=_CPU_SOURCE, functions=["rotate", "map_gradient", "walk", "walk_backward"],
-                                         extra_cflags=["-O3", "-march=native"], verbose=False)
-    except Exception as e:                                        # no compiler, no ninja, a failed build, ImportError
+        with build_lock(kernel_build_dir()) as folder:
+            library = folder / f"{folder.name}.so"
+            before = library.stat().st_mtime_ns if library.exists() else None
+            if before is None:
+                print(f"treepe_nb: building the CPU kernels of the position maps for this environment in {folder} (once per "
+                      f"environment; minutes on a small machine; TREEPE_CPU_KERNELS=0 skips them)", file=sys.stderr)
+            start = time.perf_counter()
+            module = cpp_extension.load_inline(folder.name, cpp_sources=_CPU_SOURCE, functions=["rotate", "map_gradient", "walk",
+                                               "walk_backward"], extra_cflags=_CFLAGS, build_directory=str(folder), verbose=False)
+            if not library.exists() or library.stat().st_mtime_ns != before:   # built now (also a rebuild ninja chose)
+                print(f"treepe_nb: built the CPU kernels in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+            return module
+    except Exception as e:                                        # no compiler, no ninja, a failed build, ImportError, a wait too long
         first = (str(e).strip().splitlines() or [""])[0][:300]
         warnings.warn(f"treepe_nb: the CPU kernels of the position maps could not be built ({type(e).__name__}: {first}); "
                       f"rotations use batched products instead (slower on the CPU: chapter 11 measures both). The kernels need a C++ "

@@ -26,9 +26,10 @@ __all__ = ['load_run', 'Prediction', 'predict', 'predict_cli']
 def load_run(folder:str|Path, # a run folder written by `train`
              checkpoint:str="auto", # "best", "last", or "auto" (best.pt if there is one, else last.pt)
              device:str="cpu", # where the model goes
+             imports:Sequence[str]=(), # your modules that the run needs (its encoding or task): a run folder imports nothing itself
             ) -> Run:
-    "A trained run from its folder, without rebuilding its data: `Run(folder, checkpoint, device)` of chapter 9a."
-    return Run(folder, checkpoint, device)
+    "A trained run from its folder, without rebuilding its data: `Run(folder, checkpoint, device, imports=imports)` of chapter 9a."
+    return Run(folder, checkpoint, device, imports=imports)
 
 # %% ../nbs/09c_predict.ipynb #38d7173b
 @dataclass
@@ -177,7 +178,8 @@ def predict_cli(argv:Sequence[str]|None=None):
                    "hypotheses of each input, with their scores, in an nbest field (default: 1)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                   help="a module of yours to import first (repeatable; the run's own imports are imported anyway)")
+                   help="a module of yours to import first (repeatable); a run that needs one says which: a run folder "
+                   "imports nothing by itself")
     p.add_argument("--skip-errors", action="store_true", help="an input that cannot be read gets an empty output line "
                    "and a message naming its line on stderr (default: the first such input stops the command)")
     args = p.parse_args(argv)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import errno, json, os, random, shutil, socket, sys, warnings
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Sequence
 import numpy as np
 import torch
 from .batching import SeqVocab
 from .tracking import ArityVocab
 from .model import Transformer
 from .tasks import TaskSpec, make_task
-from .config import TrainConfig, checkpoint_config, read_run_file, resolve_device
+from .config import TrainConfig, checkpoint_config, import_modules, read_run_file, resolve_device
 
 # %% auto #0
 __all__ = ['VOCAB_FIELDS', 'CHECKPOINTS', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint', 'append_record',
@@ -193,8 +194,8 @@ class RunLock:
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                self.held = True                        # first: a signal before the write still releases it
                 with os.fdopen(fd, "w") as f: f.write(json.dumps(me))
-                self.held = True
                 return self
             except FileExistsError:
                 owner = self._owner() or {}
@@ -210,8 +211,8 @@ class RunLock:
     def release(self):
         "Give the folder back (only the holder removes the lock)."
         if self.held:
-            owner = self._owner()
-            if owner and owner.get("pid") == os.getpid(): self.path.unlink(missing_ok=True)
+            owner = self._owner()                       # None: stopped between creating and writing it (ours, O_EXCL)
+            if owner is None or owner.get("pid") == os.getpid(): self.path.unlink(missing_ok=True)
             self.held = False
 
     def __enter__(self): return self.acquire()
@@ -252,7 +253,9 @@ class Run:
                  checkpoint:str="auto", # "best", "last", or "auto" (best.pt if there is one, else last.pt)
                  device:str="cpu", # where the model goes: cpu, cuda, cuda:N or auto
                  data:bool=False, # also rebuild the task (its splits) from the run's settings, as `self.task`
+                 imports:Sequence[str]=(), # your modules that the run needs, imported first (a run folder imports nothing itself)
                 ):
+        import_modules(imports)                         # code you name; the run's own record of it is only checked
         ck, self.config, self.path = checkpoint_state(folder, checkpoint)
         self.folder, self.step = Path(folder), ck["step"]
         device = resolve_device(device)

@@ -1,0 +1,78 @@
+"""Reliability, round 4 (issue "Reliability, round 4"): a run folder runs no code, kernel builds cannot hang or clobber
+each other; one test each, each seen to fail before its fix."""
+import subprocess, sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from treepe_nb.runs import load_checkpoint
+
+MARKER = '''from pathlib import Path
+Path(__file__).with_name("MARKER").write_text("ran")
+'''
+TINY = ["--task", "tree-copy", "--steps", "3", "--eval-every", "0", "--d-model", "16",
+        "--num-heads", "2", "--enc-layers", "1", "--dec-layers", "1", "--batch-size", "4", "--sizes", "16", "4", "4",
+        "--pe", "stack", "--no-progress"]
+COMMANDS = {"train": "from treepe_nb.cli import train_cli as c", "eval": "from treepe_nb.cli import eval_cli as c",
+            "predict": "from treepe_nb.predict import predict_cli as c"}
+
+
+def command(name, *args, cwd, stdin=""):
+    done = subprocess.run([sys.executable, "-c", f"{COMMANDS[name]}; c()", *args], cwd=cwd, capture_output=True,
+                          text=True, input=stdin, timeout=300, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    return done
+
+
+@pytest.fixture(scope="module")
+def marked_run(tmp_path_factory):
+    "A run trained with `--import leaves_marker`, a module that leaves a MARKER file beside it when it runs."
+    root = tmp_path_factory.mktemp("trust")
+    (root / "leaves_marker.py").write_text(MARKER)
+    done = command("train", *TINY, "--import", "leaves_marker", "--out", "runs/m", cwd=root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (root / "MARKER").exists()
+    return root
+
+
+# 1. a run folder is data: no command imports what it names unless the user names it again
+@pytest.mark.parametrize("name, args", [("predict", ["runs/m", "-"]), ("eval", ["runs/m"]),
+                                        ("train", ["--resume", "--out", "runs/m", "--steps", "4", "--no-progress"])])
+def test_no_command_imports_what_a_run_names(marked_run, name, args):
+    (marked_run / "MARKER").unlink(missing_ok=True)
+    done = command(name, *args, cwd=marked_run, stdin="(1 (2 3))\n")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "needs the module 'leaves_marker'" in done.stderr and "--import leaves_marker" in done.stderr, done.stderr
+    assert not (marked_run / "MARKER").exists()
+    done = command(name, *args, "--import", "leaves_marker", cwd=marked_run, stdin="(1 (2 3))\n")   # named: allowed
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (marked_run / "MARKER").exists()
+
+
+def test_a_checkpoint_alone_runs_no_code(marked_run, tmp_path):
+    "A checkpoint forged to name `this` (whose import prints the Zen of Python), its config.yaml left alone."
+    ck = load_checkpoint(marked_run / "runs/m/last.pt")
+    ck["config"]["imports"] = ["this"]
+    torch.save(ck, marked_run / "runs/m/last.pt")
+    done = command("eval", "runs/m", "--checkpoint", "last", "--import", "leaves_marker", cwd=marked_run)
+    assert done.returncode == 2 and "needs the module 'this'" in done.stderr, done.stderr[-2000:]
+    assert "Beautiful is better than ugly" not in done.stdout + done.stderr
+
+
+def test_run_and_load_run_take_imports(marked_run):
+    from treepe_nb.predict import load_run
+    with pytest.raises(ValueError, match="--import leaves_marker"): load_run(marked_run / "runs/m", "best")
+    sys.path.insert(0, str(marked_run))
+    try: assert load_run(marked_run / "runs/m", "best", imports=["leaves_marker"]).step >= 3
+    finally: sys.path.remove(str(marked_run))
+
+
+# 3. one build folder per environment and source
+def test_the_build_folder_is_keyed_by_the_torch_installation(monkeypatch):
+    from treepe_nb import kernels
+    here = kernels.kernel_build_dir()
+    monkeypatch.setattr(torch, "__version__", "0.0.0+another")
+    assert kernels.kernel_build_dir() != here and kernels.kernel_build_dir().parent == here.parent
+    monkeypatch.undo()
+    monkeypatch.setattr(kernels, "_CPU_SOURCE", kernels._CPU_SOURCE + "// changed\n")
+    assert kernels.kernel_build_dir() != here
