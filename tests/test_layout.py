@@ -199,3 +199,24 @@ def test_early_main_guard_rule_can_fail():
 
 def test_main_guards_come_last():
     assert early_main_guards(SOURCES) == {}
+
+
+def test_model_and_train_test_no_encoding_by_class_or_name():
+    """The encoding record (`attention.Encoding`) holds every fact about an encoding: the model and the training loop
+    never test an encoding's class (`isinstance(m, TreeAPE)`) or compare with its name (`pe == "relative"`)."""
+    from treepe_nb import attention
+    classes = {"OrthogonalPE", "SequenceAPE", "TreeAPE", "GridAPE", "TreePositionalEncoding", "AdditiveTreePE",
+               "SinusoidalPE", "LearnedPE", "Rotations"}
+    names = set(attention.ENCODINGS)                                   # "none" and "relative" are families too:
+    found = []
+    for module in ("model", "train"):
+        for node in ast.walk(ast.parse(SOURCES[module])):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:
+                kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+                found += [f"{module}.py:{node.lineno} isinstance(..., {k.id})" for k in kinds
+                          if isinstance(k, ast.Name) and k.id in classes]
+            if isinstance(node, ast.Compare) and not any(getattr(c, "attr", None) == "family"   # `.family == "relative"`: a fact
+                                                         for c in [node.left, *node.comparators]):
+                found += [f"{module}.py:{node.lineno} compares with {c.value!r}" for c in [node.left, *node.comparators]
+                          if isinstance(c, ast.Constant) and c.value in names]
+    assert not found, found

@@ -69,8 +69,8 @@ def test_shared_generators_change_no_gradient():
 
 
 def test_decoding_carries_tree_maps_forward():
-    # decode_step's ape-tree path (each node's map from its parent's, kept in the state) gives the logits of the
-    # encoding's own prepare (state.tree_maps=None), with padding rows, greedy and beam search alike
+    # decode_step's ape-tree path (each node's map from its parent's, kept in the state's `TreeMapCache`) gives the
+    # logits of the encoding's own prepare (state.maps=None), with padding rows, greedy and beam search alike
     import torch
     from treepe_nb.model import Transformer, TransformerConfig
     from treepe_nb.tracking import ArityVocab
@@ -85,18 +85,18 @@ def test_decoding_carries_tree_maps_forward():
     with torch.no_grad():
         memory = m.encode(ids, pos)
         fast, slow = m.start_decoding(*memory), m.start_decoding(*memory)
-        slow.tree_maps = None
-        assert fast.tree_maps == {}
+        slow.maps = None
+        assert type(fast.maps).__name__ == "TreeMapCache" and len(fast.maps) == 1   # the root's, the identity
         for t in range(ids.shape[1]):
             a, b = m.decode_step(fast, ids[:, t], pos[:, t]), m.decode_step(slow, ids[:, t], pos[:, t])
             torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
     distinct = {tuple(p[:d].tolist()) for p, d in zip(pos.paths.reshape(-1, pos.max_depth), pos.depth.reshape(-1)) if d >= 0}
-    assert set(fast.tree_maps) - {"G"} == distinct                      # one map per distinct node, none twice
+    assert set(fast.maps.known) == distinct                             # one map per distinct node, none twice
     for beam in (None, 2):
         out = m.generate(ids, pos, vocab, beam=beam, max_output_nodes=9)
         start = Transformer.start_decoding
         def no_memo(self, *a):
-            state = start(self, *a); state.tree_maps = None; return state
+            state = start(self, *a); state.maps = None; return state
         Transformer.start_decoding = no_memo
         try: ref = m.generate(ids, pos, vocab, beam=beam, max_output_nodes=9)
         finally: Transformer.start_decoding = start

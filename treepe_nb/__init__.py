@@ -1,3 +1,26 @@
 __version__ = "0.1.0"
+"""treepe_nb: positional encodings for transformers on trees. The names a model of your own needs are here:
+`from treepe_nb import TreeAPE, batch_positions, Tree` (the chapter "Your own transformer" shows the recipes)."""
 from . import readers          # attaches the readers (Tree.from_json, Tree.from_conllu, ...) to Tree
 from . import yaml_reader      # and Tree.from_yaml
+from .trees import Tree, batch_positions
+from .positions import TreePositions
+from .sequence import SinusoidalPE, LearnedPE, apply_rotary
+from .stack import TreePositionalEncoding
+from .additive import AdditiveTreePE
+from .maps import PositionMaps
+from .algebraic import SequenceAPE, TreeAPE, GridAPE, TreeMapCache
+from .tracking import ArityVocab, TreeTracker
+from .attention import ENCODINGS, PositionEncoding, MultiHeadAttention, register_encoding
+
+def __getattr__(name:str):
+    "`TASKS` and `register_task` on first use: the task registry imports the data pipelines (about 0.1 s more)."
+    if name in ("TASKS", "register_task"):
+        from . import tasks
+        return getattr(tasks, name)
+    raise AttributeError(f"module 'treepe_nb' has no attribute {name!r}")
+
+__all__ = ["Tree", "batch_positions", "TreePositions", "SinusoidalPE", "LearnedPE", "apply_rotary",
+           "TreePositionalEncoding", "AdditiveTreePE", "PositionMaps", "SequenceAPE", "TreeAPE", "GridAPE", "TreeMapCache",
+           "ArityVocab", "TreeTracker", "ENCODINGS", "PositionEncoding", "MultiHeadAttention", "register_encoding",
+           "TASKS", "register_task"]

@@ -372,7 +372,7 @@ class TreeAPE(OrthogonalPE):
     def extra_repr(self):
         return f"head_dim={self.head_dim}, n={self.n}, num_heads={self.num_heads}, init={self.init!r}" + _layout_repr(self)
 
-# %% ../nbs/04_algebraic.ipynb #5d36bb77
+# %% ../nbs/04_algebraic.ipynb #0cbd0c0e
 class TreeMapCache:
     "The maps of the nodes a decoder has fed so far, by root path: a new node's map is its parent's times its slot's generator."
     def __init__(self, ape:TreeAPE # the encoding whose maps these are (its generators are read once, now)
@@ -474,6 +474,13 @@ class GridAPE(Rotations, nn.Module):
         if coords.ndim < 2 or coords.shape[-1] != self.axes:
             raise ValueError(f"grid coordinates must be [*batch, length, axes={self.axes}], got {tuple(coords.shape)}")
         return DirectSumMaps([ape.prepare(coords[..., a]) for a, ape in enumerate(self.per_axis)])
+
+    @contextlib.contextmanager
+    def shared_generators(self):
+        "Within the block every axis's `prepare` uses one `generators()` (as `OrthogonalPE.shared_generators`)."
+        with contextlib.ExitStack() as stack:
+            for ape in self.per_axis: stack.enter_context(ape.shared_generators())
+            yield self
 
     def maps(self, coords:Tensor) -> Tensor: # `[*batch, length, heads, dim, dim]`, block-diagonal
         "One map per position (for inspection)."

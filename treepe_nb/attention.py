@@ -35,6 +35,10 @@ class Encoding:
     term: Callable|None = None      # absolute: (module, `PreparedPositions`, kinds or None) -> `[B, L, d_model]`
     maps: Callable|None = None      # rotation: (module, `PreparedPositions`) -> maps with `.rotate(*xs)`
     pair: Callable|None = None      # rotation: `sizes` -> what the head size must be a multiple of (default 2)
+    plan: bool = False              # it reads the plan of tree positions (`with_plan`): collators attach one only then
+    decoding: Callable|None = None  # rotation: module -> a cache whose `.maps(positions [B, K])` gives one token's maps
+                                    #   per row, from what earlier steps fed (`TreeMapCache`); None: `maps` at every step
+    shared: Callable|None = None    # module -> a context in which both sides of one forward share its generators
     positions: Callable|None = None # `sizes` -> how many token indices it can place (a table's rows); None: no limit
 
 ENCODINGS: dict[str, Encoding] = {}   # name -> component; filled by `register_encoding`
@@ -47,6 +51,9 @@ def register_encoding(name:str, # the name configs use; must not be taken unless
                       maps:Callable|None=None, # rotation encodings: the maps of a batch's positions
                       pair:Callable|None=None, # rotation encodings: the multiple the head size needs (default 2)
                       positions:Callable|None=None, # encodings of the token index: how many indices they can place
+                      plan:bool=False, # it reads the plan of tree positions (the collator then attaches one)
+                      decoding:Callable|None=None, # rotation encodings: module -> a decoding cache of maps (`TreeMapCache`)
+                      shared:Callable|None=None, # module -> a context sharing its generators between the sides of a forward
                       replace:bool=False, # allow replacing a registered encoding
                      ) -> Encoding:
     "Add an encoding to `ENCODINGS`, checking that it says everything its family needs."
@@ -57,13 +64,17 @@ def register_encoding(name:str, # the name configs use; must not be taken unless
     reads = tuple(reads)
     if not reads or not set(reads) <= set(MODALITIES):
         raise ValueError(f"reads must name some of {', '.join(MODALITIES)}, got {reads!r}")
-    hooks = dict(build=build, term=term, maps=maps, pair=pair, positions=positions)
+    hooks = dict(build=build, term=term, maps=maps, pair=pair, positions=positions, decoding=decoding, shared=shared)
     for hook, f in hooks.items():
         if f is not None and not callable(f):
             raise ValueError(f"{hook} of the encoding {name!r} must be a function (or None), got {f!r:.60}")
     if family == "absolute" and term is None: raise ValueError(f"the absolute encoding {name!r} needs a term")
     if family == "rotation" and maps is None: raise ValueError(f"the rotation encoding {name!r} needs maps")
-    ENCODINGS[name] = Encoding(name, family, reads, build, term, maps, pair, positions)
+    if not isinstance(plan, bool): raise ValueError(f"plan of the encoding {name!r} must be True or False, got {plan!r:.60}")
+    if decoding is not None and family != "rotation":
+        raise ValueError(f"decoding of the encoding {name!r}: only a rotation keeps maps to decode with")
+    ENCODINGS[name] = Encoding(name, family, reads, build=build, term=term, maps=maps, pair=pair, positions=positions,
+                               plan=plan, decoding=decoding, shared=shared)
     return ENCODINGS[name]
 
 # %% ../nbs/06_attention.ipynb #e3d6c69d
@@ -143,11 +154,13 @@ register_encoding("additive", "absolute", ("tree",), term=_additive_term,
 register_encoding("additive-sin", "absolute", ("tree",), term=_additive_term,     # the note's proposal: sinusoidal depth rows
                   build=lambda s: AdditiveTreePE(s.d_model, s.max_depth, s.max_sibling, s.num_kinds, depth_init="sinusoidal"))
 register_encoding("rotary", "rotation", ("sequence", "tree"), maps=lambda m, p: _RotaryMaps(p.index))
-register_encoding("ape-seq", "rotation", ("sequence", "tree"), build=lambda s: SequenceAPE(s.head_dim, s.num_heads),
+_SHARED = lambda m: m.shared_generators()            # the algebraic encodings: one matrix_exp for both sides of a forward
+register_encoding("ape-seq", "rotation", ("sequence", "tree"), build=lambda s: SequenceAPE(s.head_dim, s.num_heads), shared=_SHARED,
                   maps=lambda m, p: m.prepare(p.index) if p.offset is None else m.prepare_range(p.index.shape[-1], p.offset))
-register_encoding("ape-tree", "rotation", ("tree",), build=lambda s: TreeAPE(s.head_dim, s.n, s.num_heads),
+register_encoding("ape-tree", "rotation", ("tree",), build=lambda s: TreeAPE(s.head_dim, s.n, s.num_heads), plan=True,
+                  shared=_SHARED, decoding=lambda m: m.decoding_maps(),
                   maps=lambda m, p: m.prepare(p.tree))
-register_encoding("ape-grid", "rotation", ("grid",), build=lambda s: GridAPE(s.head_dim, s.num_heads, s.axes),
+register_encoding("ape-grid", "rotation", ("grid",), build=lambda s: GridAPE(s.head_dim, s.num_heads, s.axes), shared=_SHARED,
                   maps=lambda m, p: m.prepare(p.grid), pair=lambda s: 2 * s.axes)
 register_encoding("relative", "relative", ("sequence", "tree"));
 
@@ -234,6 +247,7 @@ class PositionEncoding(nn.Module):
                 mask:Tensor, # `[B, L]` bool, True at real tokens
                 kinds:Tensor|None=None, # `[B, L]` node kinds (the additive encoding; default 0)
                 offset:int=0, # index of the first token (incremental decoding of a linearised tree)
+                maps=None, # a rotation's maps of these positions, computed already (a decoding cache's); None: `Encoding.maps`
                ) -> tuple[Tensor, PreparedPositions]: # `x` plus the absolute term, and the prepared positions
         "Add the absolute term to `x` and prepare the positions every attention layer reads."
         m = self.modality(positions)
@@ -258,7 +272,7 @@ class PositionEncoding(nn.Module):
         if m == "grid": grid = positions.masked_fill(~mask[..., None], 0)
         prep = PreparedPositions(kind, index, tree, grid, offset=None if m == "sequence" else offset)
         if self.family == "absolute": x = x + self.encoding.term(self.module, prep, kinds).to(x.dtype)
-        if self.family == "rotation": prep.rotation = self.encoding.maps(self.module, prep)
+        if self.family == "rotation": prep.rotation = self.encoding.maps(self.module, prep) if maps is None else maps
         return x, prep
 
     def extra_repr(self): return f"{self.name!r}, d_model={self.d_model}, num_heads={self.num_heads}"

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import contextlib, math, numbers
 from dataclasses import dataclass, fields
-from typing import Sequence
+from typing import Any, Sequence
 import torch
 from torch import nn, Tensor
 import torch.nn.functional as F
@@ -15,8 +15,6 @@ from .trees import Tree, TreePositions, batch_positions, check_order
 from .attention import (ENCODINGS, check_encoding, check_heads, check_reads, positions_modality,
                                  PositionEncoding, PreparedPositions, MultiHeadAttention, KVCache)
 from .tracking import ArityVocab, TreeTracker
-from .algebraic import OrthogonalPE, TreeAPE
-from .maps import PositionMaps
 
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'check_number', 'ModelConfig', 'TransformerConfig', 'EncoderLayer', 'DecoderLayer', 'Transformer',
@@ -136,7 +134,7 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.norm1, self.norm2, self.drop = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model), nn.Dropout(cfg.dropout)
         self.attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.dropout, decay=cfg.decay,
-                                       max_distance=cfg.max_distance if cfg.src_pe == "relative" else None)
+                                       max_distance=cfg.max_distance if ENCODINGS[cfg.src_pe].family == "relative" else None)
         self.ff = _feed_forward(cfg)
 
     def forward(self, x:Tensor, # `[B, S, d_model]`
@@ -158,7 +156,7 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.drop = nn.Dropout(cfg.dropout)
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.dropout, decay=cfg.decay,
-                                            max_distance=cfg.max_distance if cfg.tgt_pe == "relative" else None)
+                                            max_distance=cfg.max_distance if ENCODINGS[cfg.tgt_pe].family == "relative" else None)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.dropout, decay=cfg.decay)
         self.ff, self.rotate_memory = _feed_forward(cfg, decoder=True), bool(cfg.cross_positions)
 
@@ -308,8 +306,9 @@ class Transformer(nn.Module):
                ) -> Tensor: # `[B, T, tgt_vocab]`, or `[B, S, num_labels]` without targets
         "Teacher-forced logits of the targets, or the encoder head's per-token logits."
         with contextlib.ExitStack() as shared:      # an encoding used by both sides computes its generators once
-            for m in {id(m): m for e in (self.src_encoding, self.tgt_encoding) if e is not None
-                      for m in e.modules() if isinstance(m, OrthogonalPE)}.values(): shared.enter_context(m.shared_generators())
+            for e in {id(e.module): e for e in (self.src_encoding, self.tgt_encoding)
+                      if e is not None and e.encoding.shared is not None}.values():
+                shared.enter_context(e.encoding.shared(e.module))
             memory, mask, prep = self.encode(src_ids, src_pos, src_kinds)
             if tgt_ids is None:
                 if self.head is None:
@@ -317,6 +316,12 @@ class Transformer(nn.Module):
                 return self.head(memory)
             if tgt_pos is None: raise ValueError("tgt_pos is missing: give the positions of tgt_ids")
             return self.decode(tgt_ids, tgt_pos, memory, mask, prep, tgt_kinds)
+
+# %% ../nbs/07_model.ipynb #6c8d66f9
+@patch(as_prop=True)
+def reads_plans(self:Transformer) -> bool:
+    "Whether an encoding of this model reads the plan of tree positions (`Encoding.plan`): collators attach plans only then."
+    return any(e is not None and e.encoding.plan for e in (self.src_encoding, self.tgt_encoding))
 
 # %% ../nbs/07_model.ipynb #d986951e
 @dataclass(eq=False)
@@ -330,7 +335,7 @@ class DecoderState:
     key_positions: PreparedPositions|None = None  # positions of the target tokens so far (when needed)
     keep_positions: bool = False
     length: int = 0                             # tokens fed so far
-    tree_maps: dict|None = None                 # ape-tree targets: the map of every root path fed so far (`decode_step`)
+    maps: Any = None                            # the encoding's decoding cache (`Encoding.decoding`, e.g. `TreeMapCache`)
 
     def reorder(self, index:Tensor # `[B]`: row i continues old row index[i] (within one input's beams)
                ):
@@ -347,29 +352,13 @@ def start_decoding(self:Transformer, memory:Tensor, # `[B, S, d_model]` from `en
                   ) -> DecoderState:
     "A fresh state for `decode_step`: `model.start_decoding(*model.encode(src_ids, src_pos))`."
     if self.decoder is None: raise ValueError("this model has no decoder (tgt_vocab=None)")
-    keep = self.cfg.tgt_pe == "relative" or self.cfg.decay is not None
+    keep = ENCODINGS[self.cfg.tgt_pe].family == "relative" or self.cfg.decay is not None   # keys' positions: Shaw, decay
+    decoding = self.tgt_encoding.encoding.decoding
     return DecoderState(memory, memory_mask, _memory_positions(self, memory_positions),
                         [(KVCache(), KVCache(static=True)) for _ in self.decoder], keep_positions=keep,
-                        tree_maps={} if isinstance(self.tgt_encoding.module, TreeAPE) else None)
+                        maps=None if decoding is None else decoding(self.tgt_encoding.module))
 
 # %% ../nbs/07_model.ipynb #7df3d2fa
-def _known_maps(ape:TreeAPE, memo:dict, positions:TreePositions) -> PositionMaps:
-    "The maps of one node per row (`positions` `[B, K]`): a node's is its parent's times the generator of its slot, the parents' kept in `memo` (root path -> map) from the earlier steps."
-    if not memo:
-        memo["G"] = G = ape.generators()                               # [n, heads, d, d], fixed while decoding
-        memo[()] = torch.eye(G.shape[-1], dtype=G.dtype, device=G.device).expand(G.shape[1:])
-    G, rows, index = memo["G"], [], []
-    for p, k in zip(positions.paths.tolist(), positions.depth.tolist()):
-        if k < 0: index.append(-1); continue                           # padding
-        node = tuple(p[:k])
-        if node not in memo:                                           # decoding: its parent is known, one product
-            j = k
-            while node[:j - 1] not in memo: j -= 1                     # else the missing ancestors, root first
-            for j in range(j, k + 1): memo[node[:j]] = memo[node[:j - 1]] @ G[node[j - 1]]
-        index.append(len(rows)); rows.append(memo[node])
-    maps = torch.stack(rows) if rows else G.new_zeros(0, *G.shape[1:])
-    return PositionMaps(maps, torch.tensor(index, device=G.device)[:, None])
-
 @patch
 def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the token each row feeds now
                 positions, # its position: LongTensor `[B]` (sequence), `[B, axes]` (grid) or TreePositions `[B, K]`
@@ -381,15 +370,11 @@ def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the
         pos = TreePositions(positions.paths[:, None], positions.depth[:, None], trusted=positions.trusted)
     else: pos = positions[:, None]
     mask = ids != self.cfg.pad_id
-    if state.tree_maps is not None and isinstance(pos, TreePositions) and not torch.is_grad_enabled():
-        # the tree APE without autograd: what the encoding's `prepare` computes from the root, one product per token
-        enc = self.tgt_encoding                                       # (a rotation: it adds nothing to x)
-        x, maps = self.tgt_embed(ids) * math.sqrt(self.cfg.d_model), _known_maps(enc.module, state.tree_maps, positions)
-        prep = PreparedPositions("tree", torch.full_like(ids, state.length), pos.check(enc.n, enc.max_depth),
-                                 rotation=maps)
-    else:
-        x, prep = self.tgt_encoding(self.tgt_embed(ids) * math.sqrt(self.cfg.d_model), pos, mask,
-                                    None if kinds is None else kinds[:, None], offset=state.length)
+    # an encoding with a decoding cache (`Encoding.decoding`, e.g. the tree APE's `TreeMapCache`) builds this token's maps
+    # from its parent's, one product each, where `prepare` would start from the root; with autograd, `prepare` as in training
+    maps = state.maps.maps(positions) if state.maps is not None and not torch.is_grad_enabled() else None
+    x, prep = self.tgt_encoding(self.tgt_embed(ids) * math.sqrt(self.cfg.d_model), pos, mask,
+                                None if kinds is None else kinds[:, None], offset=state.length, maps=maps)
     state.key_mask = mask if state.key_mask is None else torch.cat([state.key_mask, mask], 1)
     if state.keep_positions:
         state.key_positions = (
@@ -404,7 +389,8 @@ def decode_step(self:Transformer, state:DecoderState, tokens:Tensor, # `[B]` the
     return self.generator(self.dec_norm(x))[:, 0]
 
 # %% ../nbs/07_model.ipynb #badd108b
-def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_output_nodes, alpha, src_kinds, start_id, end_id):
+def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_output_nodes, alpha, src_kinds, start_id, end_id,
+            lcrs=False):
     "Greedy (beam=None) or beam search; returns token histories `[B*W, T]`, normalised scores and the width W."
     cfg, dev, pad = model.cfg, src_ids.device, model.cfg.pad_id
     B, W = len(src_ids), beam or 1
@@ -419,7 +405,7 @@ def _search(model:Transformer, src_ids, src_pos, vocab, order, beam, steps, max_
     state = model.start_decoding(*model.encode(src_ids, src_pos, src_kinds))
     # the tracker stays on the host whatever the model's device: a few list or numpy operations per step, where on a
     # GPU it would launch kernels and wait on them (chapter 11 measures both)
-    tracker = TreeTracker(order, N, vocab.n, cfg.max_depth, max_output_nodes) if vocab is not None else None
+    tracker = TreeTracker(order, N, vocab.n, cfg.max_depth, max_output_nodes, lcrs=lcrs) if vocab is not None else None
     ids = torch.arange(V, device=dev)
     pad_only = torch.where(ids == pad, 0.0, float("-inf"))
     tok = torch.full((N,), start_id, device=dev)
@@ -512,6 +498,7 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
              src_kinds:Tensor|None=None, # node kinds of the source (additive encoding)
              return_all:bool=False, # every beam, best first, as (output, score) pairs
              start_id:int=1, end_id:int=2, # start and end ids of sequence targets
+             lcrs:bool=False, # tree targets are LCRS-binarised (`TaskSpec.tgt_binary`): the root takes no slot-1 child
             ) -> list: # per input: a `Tree` or a token list (or a list of (output, score) pairs)
     "Decode every input greedily or with beam search, incrementally with the key/value cache."
     cfg = self.cfg
@@ -534,7 +521,7 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
     try:
         with torch.no_grad():
             hist, scores, W = _search(self, src_ids, src_pos, vocab, order, beam, steps, max_output_nodes, length_penalty,
-                                      src_kinds, start_id, end_id)
+                                      src_kinds, start_id, end_id, lcrs)
     finally: self.train(was)
     out = []
     for b in range(len(src_ids)):

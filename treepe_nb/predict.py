@@ -153,7 +153,7 @@ def predict(run:Run, # from `load_run`
                torch.where(ids != 0, torch.arange(ids.shape[1]), 0))
         gen = run.model.generate(ids.to(device), pos.to(device), vocab=v["tgt_vocab"] if v["target"] == "tree" else None,
                                  order=v["tgt_order"], beam=beam,
-                                 max_output_nodes=max_output_nodes, return_all=True)
+                                 max_output_nodes=max_output_nodes, return_all=True, lcrs=v["spec"].tgt_binary)
         if v["target"] == "sequence": gen = [[(v["tgt_vocab"].decode(g), score) for g, score in hyps] for hyps in gen]
         decoded = iter(gen)
         out += [Prediction(None, None, failed[k]) if k in failed else _prediction(run, next(decoded), nbest) for k in chunk]

@@ -190,16 +190,20 @@ def _state_bytes(order:str, B:int, n:int, K:int, max_nodes:int) -> int:
     table = B * (max_nodes + 1) * (min(K, max_nodes - 1) + 2) if order == "bfs" else 0
     return B * (C + 2) * 24 + B * (K + 2) * 9 + table
 
-def _check_tracker(order, batch_size, n, max_depth, max_nodes, errors):
+def _check_tracker(order, batch_size, n, max_depth, max_nodes, errors, lcrs=False):
     "The arguments of a `TreeTracker`, checked before anything is allocated."
     check_order(order)
     if errors not in ("raise", "flag"): raise ValueError(f"errors must be 'raise' or 'flag', got {errors!r}")
+    if not isinstance(lcrs, (bool, np.bool_)): raise TypeError(f"lcrs must be True or False, got {lcrs!r:.40}")
     for name, v in (("batch_size", batch_size), ("n", n), ("max_depth", max_depth), ("max_nodes", max_nodes)):
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
             raise TypeError(f"{name} must be an int, got {type(v).__name__}")
     if not (1 <= n <= 127 and max_depth >= 0 and max_nodes >= 1 and batch_size >= 1):
         raise ValueError(f"need 1 <= n <= 127, max_depth >= 0, max_nodes >= 1, batch_size >= 1; got n={n}, "
                          f"max_depth={max_depth}, max_nodes={max_nodes}, batch_size={batch_size}")
+    if lcrs and n > 2:
+        raise ValueError(f"lcrs=True is for LCRS-binarised trees, which are binary (slot 0 first child, slot 1 next "
+                         f"sibling): n must be 1 or 2, got n={n}")
     state = _state_bytes(order, batch_size, n, max_depth, max_nodes)
     if state > _MAX_STATE_BYTES:                                # checked before anything is allocated
         raise ValueError(f"a {order} tracker with batch_size={batch_size}, n={n}, max_depth={max_depth} and "
@@ -211,7 +215,7 @@ class TreeTracker:
     small_batch = 32    # backend=None on the CPU: batches up to this size keep plain Python state (measured below)
 
     def __new__(cls, order="dfs", batch_size=1, n=2, max_depth=32, max_nodes=4096, errors="raise", device=None,
-                backend=None):
+                backend=None, lcrs=False):
         small = isinstance(batch_size, (int, np.integer)) and batch_size <= cls.small_batch
         cpu = device is None or torch.device(device).type == "cpu"
         if cls is TreeTracker and (backend == "python" or backend is None and small and cpu): cls = _RowTracker
@@ -227,9 +231,11 @@ class TreeTracker:
                  errors:str="raise", # "raise": a bad step is a ValueError; "flag": the row is marked `failed`
                  device=None, # where the state and the returned positions live (default: the CPU)
                  backend:str|None=None, # None: plain Python up to `small_batch` rows on the CPU, numpy above, torch elsewhere
+                 lcrs:bool=False, # LCRS-binarised trees (slot 0 first child, slot 1 next sibling; n <= 2): the root takes no slot-1 child, so every tree un-binarises
                 ):
-        _check_tracker(order, batch_size, n, max_depth, max_nodes, errors)
+        _check_tracker(order, batch_size, n, max_depth, max_nodes, errors, lcrs)
         self.order, self.n, self.max_depth, self.max_nodes, self.errors = order, n, max_depth, max_nodes, errors
+        self.lcrs, self._lone_root = bool(lcrs), bool(lcrs) and n == 2   # LCRS: the root has no sibling (slot 1)
         self._x = x = _Backend(device, backend)
         B, K = batch_size, max_depth
         # Positions announced but not generated yet, one entry (slot, depth, parent's step) each: a stack for dfs (at
@@ -314,6 +320,7 @@ class TreeTracker:
         rank = has.cumsum(-1)                                                   # 1-based rank among the children
         count = rank[:, -1]
         bad = ((count > 0) & self._leaf_only) | (count > self._room)
+        if self._lone_root: bad = bad | (has[:, 1] & (self._depth == 0))       # LCRS: a sibling of the root
         if self.errors == "raise":
             if bad.any(): self._raise(has, count, bad)
         else:
@@ -357,30 +364,36 @@ class TreeTracker:
         if slots and depth >= self.max_depth:
             raise ValueError(f"{where} is at depth {depth} = max_depth and cannot have children (got slots "
                              f"{slots}); raise max_depth, or restrict the tokens with `allowed`")
+        if self.lcrs and depth == 0 and 1 in slots:
+            raise ValueError(f"{where} is the root of an LCRS tree (lcrs=True) and cannot have a child in slot 1, a "
+                             f"next sibling of the root (got slots {slots}); restrict the tokens with `allowed`")
         raise ValueError(f"{where}: the tree would need more than max_nodes={self.max_nodes} nodes ({made + 1} "
                          f"generated and {open_ - 1 + len(slots)} still open)")
 
     def allowed(self, vocab:ArityVocab # the vocabulary the model samples from
                ) -> Tensor: # `[batch, len(vocab)]` bool
-        "Tokens each row may generate next so that its tree can still be completed within `max_depth`, `max_nodes`."
+        "Tokens each row may generate next so that its tree can still be completed within `max_depth`, `max_nodes` (and, with `lcrs`, un-binarised)."
         if not isinstance(vocab, ArityVocab): raise TypeError(f"vocab must be an ArityVocab, got {type(vocab).__name__}")
         if vocab.n != self.n: raise ValueError(f"the vocabulary has n={vocab.n} but the tracker has n={self.n}")
         x = self._x
         ids, arity = x.arange(len(vocab), x.long)[None, :], x.array(vocab.arity)[None, :]
         ok = (ids >= len(vocab.specials)) & (arity <= self._room[:, None]) \
              & ((arity == 0) | ~self._leaf_only[:, None])
+        if self._lone_root:                                    # LCRS: at the root, no token with a slot-1 child
+            ok = ok & ~((self._depth == 0)[:, None] & x.array(vocab.child_slot_table[:, 1])[None, :])   # [B, V]
         return x.tensor(x.where(self._done[:, None], (ids == vocab.pad) | (ids == vocab.end), ok))
 
 # %% ../nbs/03_tracking.ipynb #4b198058
 class _RowTracker(TreeTracker):
     "`TreeTracker` for small batches on the CPU: the same state kept as Python lists and ints, one Python step per row."
     def __init__(self, order="dfs", batch_size=1, n=2, max_depth=32, max_nodes=4096, errors="raise", device=None,
-                 backend=None):
-        _check_tracker(order, batch_size, n, max_depth, max_nodes, errors)
+                 backend=None, lcrs=False):
+        _check_tracker(order, batch_size, n, max_depth, max_nodes, errors, lcrs)
         _Backend(device, backend)                                       # the same checks of device and backend
         if torch.device(device or "cpu").type != "cpu":
             raise ValueError(f"the python backend runs on the CPU, not on {device}")
         self.order, self.n, self.max_depth, self.max_nodes, self.errors = order, n, max_depth, max_nodes, errors
+        self.lcrs, self._lone_root = bool(lcrs), bool(lcrs) and n == 2
         self._x, B = None, batch_size
         self.capacity = (n - 1) * max_depth + 1 if order == "dfs" else max_nodes
         self._pending = [deque() for _ in range(B)]     # per row: entries (slot, depth, parent's step); dfs pops the right
@@ -417,13 +430,13 @@ class _RowTracker(TreeTracker):
         if type(child_slots) is not Tensor or child_slots.dtype != torch.bool or child_slots.shape != self._shape:
             self._child_slots(child_slots)                              # the error that says what is wrong
         K, room, done, depth, paths, emitted = self.max_depth, self._room, self._done, self._depth, self._path, self._emitted
-        dfs, order, kids, bad = self.order == "dfs", self._order, [], []
+        dfs, order, kids, bad, lone = self.order == "dfs", self._order, [], [], self._lone_root
         for b, r in enumerate(child_slots.tolist()):                    # every row checked before any changes
             try: k = order[tuple(r)]                                    # the child slots in push order, cached
             except KeyError:
                 k = tuple(s for s, h in enumerate(r) if h)[::-1 if dfs else 1]
                 if len(order) < 4096: order[tuple(r)] = k
-            if k and (done[b] or depth[b] >= K or len(k) > room[b]): bad.append(b)
+            if k and (done[b] or depth[b] >= K or len(k) > room[b] or lone and depth[b] == 0 and 1 in k): bad.append(b)
             kids.append(k)
         if bad and self.errors == "raise":
             b = bad[0]
@@ -455,11 +468,13 @@ class _RowTracker(TreeTracker):
         if not isinstance(vocab, ArityVocab): raise TypeError(f"vocab must be an ArityVocab, got {type(vocab).__name__}")
         if vocab.n != self.n: raise ValueError(f"the vocabulary has n={vocab.n} but the tracker has n={self.n}")
         rows = []
-        for b, done in enumerate(self._done):                 # one cached mask per (done, leaf-only, room up to n)
-            key = (vocab, done, not done and self._depth[b] >= self.max_depth, min(self._room[b], self.n))
+        for b, done in enumerate(self._done):        # one cached mask per (done, leaf-only, room up to n, LCRS root)
+            key = (vocab, done, not done and self._depth[b] >= self.max_depth, min(self._room[b], self.n),
+                   self._lone_root and self._depth[b] == 0)
             if key not in self._masks:
                 ids, arity = torch.arange(len(vocab)), vocab.arity
                 ok = (ids >= len(vocab.specials)) & (arity <= key[3]) & ((arity == 0) | (not key[2]))
+                if key[4]: ok = ok & ~vocab.child_slot_table[:, 1]          # LCRS: the root has no sibling
                 self._masks[key] = ((ids == vocab.pad) | (ids == vocab.end) if done else ok)[None]
             rows.append(self._masks[key])
         return torch.cat(rows) if len(rows) > 1 else rows[0].clone()

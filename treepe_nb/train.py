@@ -19,7 +19,6 @@ from torch.utils.data import DistributedSampler
 from tqdm.auto import tqdm
 
 from .attention import ENCODINGS
-from .algebraic import TreeAPE
 from .model import ModelConfig, Transformer, check_number, exact_match
 from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
 from .batching import Batch
@@ -112,8 +111,8 @@ def decode_split(model:Transformer, # the model
     vocab = task.tgt_vocab if task.target == "tree" else None
     outputs, references = [], []
     for chunk in tqdm(list(_chunks(list(examples), batch_size)), desc="decoding", leave=False, disable=not progress):
-        b = task.collate(chunk).to(device)
-        outputs += model.generate(b.src_ids, b.src_pos, vocab=vocab, order=task.tgt_order, beam=beam,
+        b = replace(task.collate, plans=model.reads_plans)(chunk).to(device)
+        outputs += model.generate(b.src_ids, b.src_pos, vocab=vocab, order=task.tgt_order, beam=beam, lcrs=task.tgt_binary,
                                   max_output_nodes=max_output_nodes, src_kinds=b.src_kinds,
                                   max_len=max(len(e.tgt_ids) for e in chunk) + 8)
         references += _references(task, chunk)
@@ -140,7 +139,7 @@ def evaluate(model:Transformer, # the model (not a DDP wrapper)
     try:
         nll = tokens = right = whole = 0
         for chunk in _chunks(examples, batch_size):
-            b = task.collate(chunk).to(device)
+            b = replace(task.collate, plans=model.reads_plans)(chunk).to(device)
             loss, count, correct = batch_loss(model, b)
             nll, tokens, right = nll + loss.item(), tokens + int(count), right + int(correct)
             if task.target == "labels":                 # exact match: every labelled token of the example right
@@ -330,8 +329,7 @@ def train(cfg:TrainConfig, # the run's settings
             truncate_records(out, step)
         net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
         autocast = amp_context(cfg.amp, device)
-        plans = any(isinstance(m, TreeAPE) for m in model.modules())    # host work only the algebraic tree encoding reads
-        step_loss, collate = batch_loss, replace(task.collate, plans=plans)
+        step_loss, collate = batch_loss, replace(task.collate, plans=model.reads_plans)   # host work only for an encoding that reads it
         if cfg.compile:                                # traced once per padded shape: lengths padded to sizes that repeat
             step_loss, collate = torch.compile(batch_loss), replace(collate, bucket=True)
             torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)   # one graph per bucket
