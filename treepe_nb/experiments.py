@@ -26,10 +26,11 @@ from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap
                                  rank_agreement, pooled_agreement, verdict_row, write_verdicts, verdicts_table)
 
 # %% auto #0
-__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'K8S_NOTE', 'TARGETS',
-           'SEMPARSE_METHODS', 'GRIDS', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings',
-           'grid_configs', 'tree_f1', 'test_metrics', 'record_data', 'run_cell', 'add_analysis', 'trace_record',
-           'GridFailed', 'run_grid', 'load_results', 'experiments_cli', 'summarise', 'compare']
+__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'SQ_RECIPE',
+           'RECIPE_CHANGES', 'K8S_NOTE', 'TARGETS', 'SEMPARSE_METHODS', 'GRIDS', 'METRICS', 'TREE_TASKS',
+           'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics',
+           'record_data', 'run_cell', 'add_analysis', 'trace_record', 'GridFailed', 'run_grid', 'load_results',
+           'experiments_cli', 'summarise', 'compare']
 
 # %% ../nbs/10_experiments.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -46,6 +47,11 @@ SQ_SEMPARSE = {  # Shiv & Quirk's semantic parsing (their §5.2: 4 + 4 layers, d
     "model.d_model": 128, "model.num_heads": 8, "model.enc_layers": 4, "model.dec_layers": 4, "model.d_ff": 512,
     "model.dropout": 0.1, "clip": 10.0, "lr": 1e-3, "warmup": 200, "best_metric": "exact_match", "eval_every": 250,
     "eval_examples": 0, "patience": 4, "task.sizes": (10**6,) * 3}   # every example of the standard splits
+SQ_RECIPE = {**SQ_SEMPARSE,   # the recipe pilot (issue 54): Shiv & Quirk's own size and batch, 1,000 steps of 128 questions
+    "model.d_model": 256, "model.d_ff": 1024, "batch_size": 128, "steps": 1000, "warmup": 100,   # ~230 passes over GEO's 549
+    "eval_every": 50, "patience": 0}   # dev (49 questions) every ~12 passes; the full budget: the cosine schedule ends at 0
+RECIPE_CHANGES = (("paper", {}), ("dropout", {"model.dropout": 0.3}), ("smoothing", {"label_smoothing": 0.1}),   # in order
+                  ("perplexity", {"best_metric": "perplexity"}), ("placeholders", {"task.options": {"entities": "placeholders"}}))
 K8S_NOTE = {  # the YAML note's model is d_model 256 with 48 heads; its step took 11 s on this CPU: 64, 4 layers x 4 heads
     "model.d_model": 64, "model.num_heads": 4, "model.enc_layers": 4, "model.d_ff": 256, "model.dropout": 0.1,
     "lr": 1e-3, "warmup": 100, "steps": 1000, "min_steps": 500, "patience": 4, "eval_every": 250,
@@ -83,6 +89,13 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
     # GEO with the data files' own entity placeholders (`var0`, untyped in the question), nearer Dong & Lapata's typed ones
     "semparse-placeholders": ({"geo": {"steps": 2000}}, ("dfs",), SEMPARSE_METHODS,
                               {**SQ_SEMPARSE, "variants": {"placeholders": {"task.options": {"entities": "placeholders"}}}}),
+    # the recipe pilot (issue 54): seq2seq first, on GEO at Shiv & Quirk's size (SQ_RECIPE), one seed; the rungs are cumulative,
+    # each adds one of RECIPE_CHANGES to the one before: r1 the size alone (dropout 0.1, no smoothing, selection by dev exact
+    # match, as `semparse`), r2 dropout 0.3, r3 label smoothing 0.1, r4 selection by dev perplexity, r5 entity placeholders
+    # (r5's test keeps 185 of the 279 questions: the others' placeholder question is in train or dev; compare on those 185)
+    "semparse-recipe": ({"geo": {}}, ("dfs",), SEMPARSE_METHODS[:1], {**SQ_RECIPE, "variants": {
+        f"r{i + 1}-{name}": {k: v for _, change in RECIPE_CHANGES[:i + 1] for k, v in change.items()}
+        for i, (name, _) in enumerate(RECIPE_CHANGES)}}),
 }
 
 def nest_settings(settings:dict # `section.field` or bare field names: a `TrainConfig` field, else a model or task field
