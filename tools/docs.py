@@ -342,8 +342,26 @@ def write_readme(root: Path = ROOT) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 # 3. The site
 
-def _toctree(pages: list[str]) -> str:
-    return "```{toctree}\n:hidden:\n:maxdepth: 1\n\n" + "\n".join(pages) + "\n```"
+PARTS = {0: "Sequences", 1: "Trees and positions", 2: "Tree encodings", 3: "Tree encodings", 4: "Tree encodings",
+         5: "Tree encodings", 6: "Models", 7: "Models", 8: "Data", 9: "Training and use", 10: "Experiments",
+         11: "Performance", 12: "Development"}   # a chapter's number -> its part of the sidebar
+
+
+def part(nb_path: Path) -> str:
+    "The sidebar part of a notebook, by its number (`04_algebraic` -> Tree encodings); unnumbered pages: More."
+    number = re.match(r"^(\d+)", nb_path.stem)
+    return PARTS.get(int(number.group(1)), "More") if number else "More"
+
+
+def _toctree(pages: list[str], caption: str) -> str:
+    return f"```{{toctree}}\n:hidden:\n:maxdepth: 1\n:caption: {caption}\n\n" + "\n".join(pages) + "\n```"
+
+
+def _toctrees(nbs: list[Path], names: list[str]) -> str:
+    "One toctree per part, in the order of the pages (which follows the chapter numbers)."
+    groups: dict[str, list[str]] = {}
+    for nb_path, name in zip(nbs, names): groups.setdefault(part(nb_path), []).append(name)
+    return "\n\n".join(_toctree(pages, caption) for caption, pages in groups.items())
 
 
 def stage(src: Path, root: Path = ROOT) -> list[str]:
@@ -360,7 +378,7 @@ def stage(src: Path, root: Path = ROOT) -> list[str]:
     targets = api_targets(root)
     for nb_path, name in zip(nbs, names):
         nb = process(nb_path, "", targets, root)
-        if name == "index": nb.cells.append(mk_cell(_toctree(names[1:]), "markdown"))
+        if name == "index": nb.cells.append(mk_cell(_toctrees(nbs[1:], names[1:]), "markdown"))
         write_nb(nb, src / f"{name}.ipynb")
     (src / NOTEBOOK_MAP).write_text(json.dumps({n: p.name for n, p in zip(names, nbs)}, indent=1), encoding="utf-8")
     return names

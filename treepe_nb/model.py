@@ -317,7 +317,7 @@ class Transformer(nn.Module):
             if tgt_pos is None: raise ValueError("tgt_pos is missing: give the positions of tgt_ids")
             return self.decode(tgt_ids, tgt_pos, memory, mask, prep, tgt_kinds)
 
-# %% ../nbs/07_model.ipynb #6c8d66f9
+# %% ../nbs/07_model.ipynb #b24de813
 @patch(as_prop=True)
 def reads_plans(self:Transformer) -> bool:
     "Whether an encoding of this model reads the plan of tree positions (`Encoding.plan`): collators attach plans only then."
