@@ -101,3 +101,29 @@ def test_batches_without_plans_give_the_same_loss(one_thread):
     plain = dataclasses.replace(task.collate, plans=False)(examples)
     assert plain.src_pos.plan is None and plain.tgt_pos.plan is None
     torch.testing.assert_close(batch_loss(model, plain), batch_loss(model, task.collate(examples)))
+
+
+@pytest.mark.parametrize("pe", TREE_ENCODINGS)
+def test_batches_of_one_bucket_with_other_chunk_counts_reuse_the_graph(pe, one_thread):
+    """Reliability round 4, item 4: a plan's real chunk count (`plan.chunks`, which eager mode uses to skip padding
+    chunks) differs between batches of one bucket; the compiled step must not guard on it (it recompiled per batch)."""
+    import dataclasses
+    cfg = TrainConfig(TaskConfig("tree-copy", order="dfs", sizes=(300, 2, 2), seed=0),
+                      ModelConfig(pe=pe, d_model=16, num_heads=2, enc_layers=1, dec_layers=1), batch_size=8)
+    task, model = build(cfg)
+    collate = dataclasses.replace(task.collate, bucket=True)
+    rng, first = random.Random(0), collate(list(task.train)[:8])
+    chunks = lambda b: (b.src_pos.plan.chunks, b.tgt_pos.plan.chunks)
+    others = {}
+    for _ in range(400):
+        b = collate(rng.sample(list(task.train), 8))
+        if _shapes(b) == _shapes(first) and chunks(b) != chunks(first): others.setdefault(chunks(b), b)
+        if len(others) == 3: break
+    if not others: pytest.skip("no batch of the same bucket with another chunk count found")
+    torch._dynamo.reset(); counters.clear()
+    step = torch.compile(lambda b: batch_loss(model, b)[0], backend="eager", fullgraph=True)
+    step(first).backward()
+    for b in others.values():
+        torch.testing.assert_close(step(b), batch_loss(model, b)[0])
+    assert counters["stats"]["unique_graphs"] == 1 and not counters["recompiles"], (len(others), dict(counters["recompiles"]))
+    torch._dynamo.reset()

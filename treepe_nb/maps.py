@@ -171,7 +171,8 @@ class PositionMaps:
                 index = self.index.expand(shape).reshape(-1).cpu().numpy()
                 plan = Plan.pack(**rotation_layout(index)).to(self.maps.device)
             into, into_keep, chunk_map = plan.into, plan.into_keep, plan.chunk_map
-            if plan.chunks and not torch.compiler.is_compiling():                # eager: skip the padding chunks
+            if not torch.compiler.is_compiling() and plan.chunks:                # eager: skip the padding chunks (compiled:
+                                                                                 # never read, so no guard on the count)
                 c = len(into) // len(chunk_map)
                 into, into_keep, chunk_map = into[:plan.chunks * c], into_keep[:plan.chunks * c], chunk_map[:plan.chunks]
             keep = [k.to(self.maps.dtype) for k in (into_keep, plan.back_keep)]
@@ -283,8 +284,9 @@ class _KernelWalk(torch.autograd.Function):
 
 def _walk_kernel_applies(G:Tensor, plan:Plan, kernel:bool) -> bool:
     "Whether `tree_maps` walks the levels in the compiled CPU kernel: CPU, float32/64, head dimension 8 or 16, eager, built."
+    if torch.compiler.is_compiling(): return False     # first: traced, nothing of the plan is read (no guard on its values)
     return (kernel and bool(plan.groups) and G.device.type == "cpu" and G.dtype in (torch.float32, torch.float64)
-            and G.shape[-1] in (8, 16) and not torch.compiler.is_compiling() and cpu_kernels() is not None)
+            and G.shape[-1] in (8, 16) and cpu_kernels() is not None)
 
 def tree_maps(G:Tensor, # [n, H, d, d] generators
                plan:Plan, # `plans.tree_plan`: slot, parent, jumps, groups
