@@ -76,3 +76,35 @@ def test_the_build_folder_is_keyed_by_the_torch_installation(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(kernels, "_CPU_SOURCE", kernels._CPU_SOURCE + "// changed\n")
     assert kernels.kernel_build_dir() != here
+
+
+# 5. a run folder's files that are pipes or devices are refused at once (a FIFO made them hang; /dev/zero ran out of memory)
+@pytest.mark.parametrize("name", ["vocab.json", "best.pt", "config.yaml"])
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_run_files_that_are_not_regular_files_are_refused(marked_run, tmp_path, name, kind):
+    import os, shutil
+    run = tmp_path / "run"
+    shutil.copytree(marked_run / "runs/m", run)
+    (run / name).unlink()
+    if kind == "fifo": os.mkfifo(run / name)
+    else: (run / name).symlink_to("/dev/zero")
+    done = command("predict", str(run), "-", "--import", "leaves_marker", cwd=marked_run, stdin="(1 (2 3))\n")
+    assert done.returncode == 2 and "not a regular file" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+
+
+# 9. a module named by --import that raises anything is a one-line error naming it
+@pytest.mark.parametrize("body, kind", [("raise RuntimeError('broken on purpose')\n", "RuntimeError"),
+                                        ("def f(:\n", "SyntaxError"), ("undefined_name\n", "NameError")])
+def test_an_import_that_raises_is_a_one_line_error(tmp_path, body, kind):
+    (tmp_path / "bad_module.py").write_text(body)
+    done = command("train", "--import", "bad_module", "--steps", "1", cwd=tmp_path)
+    assert done.returncode == 2 and f"importing 'bad_module' failed: {kind}" in done.stderr, done.stderr[-1500:]
+    assert "Traceback" not in done.stderr
+
+
+# 10. k8s-keys refuses a share of masked keys outside (0, 1]
+@pytest.mark.parametrize("value", [2.0, 0, -0.5])
+def test_k8s_keys_refuses_a_mask_prob_outside_0_1(value):
+    from treepe_nb.tasks import TaskConfig, make_task
+    with pytest.raises(ValueError, match=r"mask_prob is the share of keys masked: a number in \(0, 1\]"):
+        make_task(TaskConfig("k8s-keys", options={"mask_prob": value}))

@@ -46,6 +46,9 @@ def import_modules(names:Sequence[str], # module names, e.g. ["my_encodings"] (a
             raise ValueError(f"cannot import {name!r}: no such module in {os.getcwd()} or on the Python path (run from the "
                              f"folder that holds {name.replace('.', '/')}.py, or install it)") from None
         except ImportError as e: raise ValueError(f"importing {name!r} failed: {e}") from None
+        except Exception as e:                                   # the module's own code raised (a bug in it, a SyntaxError)
+            where = f" ({e.filename}, line {e.lineno})" if isinstance(e, SyntaxError) else ""
+            raise ValueError(f"importing {name!r} failed: {type(e).__name__}: {e}{where}") from None
     return tuple(names)
 
 def imported_already(names:Sequence[str], # the modules a file of a run folder names (its `imports`)
@@ -263,6 +266,8 @@ def read_run_file(path:str|Path, # a run folder's config.yaml or vocab.json (or 
     endless nesting, no tags that build objects; any problem is a `ValueError` that names the file."""
     path = Path(path)
     if path.is_dir(): raise ValueError(f"{path} is a folder, not a file")
+    if path.exists() and not path.is_file():          # a FIFO would block the read, /dev/zero never end it
+        raise ValueError(f"{path} is not a regular file (a pipe, a device or a socket): a run folder's files are plain files")
     try:
         if path.stat().st_size > limit: raise ValueError(f"{path} holds {path.stat().st_size} bytes, over the limit of {limit}")
         data = path.read_bytes()

@@ -357,6 +357,8 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
     if split_by not in SPLIT_BY: raise ValueError(f"split_by must be one of {SPLIT_BY}, got {split_by!r}")
     if target not in YAML_TARGETS: raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
     if node_kinds not in NODE_KINDS: raise ValueError(f"node_kinds must be 'unmasked' or 'none', got {node_kinds!r}")
+    if isinstance(mask_prob, bool) or not isinstance(mask_prob, (int, float)) or not 0 < mask_prob <= 1:
+        raise ValueError(f"mask_prob is the share of keys masked: a number in (0, 1], got {mask_prob!r:.40}")
     root = Path(corpus) if corpus is not None else YAML_SAMPLE
     if not root.exists():
         raise ValueError(

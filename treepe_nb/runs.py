@@ -83,6 +83,8 @@ def load_checkpoint(path:str|Path, # a checkpoint file, or a run folder (its bes
         if not found: raise FileNotFoundError(f"no checkpoint (best.pt or last.pt) in {path}")
         path = found[0]
     if not path.exists(): raise FileNotFoundError(f"no checkpoint at {path}")
+    if not path.is_file():                              # a FIFO would block the read, /dev/zero never end it
+        raise ValueError(f"the checkpoint {path} is not a regular file (a pipe, a device or a socket)")
     try: ck = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
         raise ValueError(f"cannot read the checkpoint {path} (corrupt or not a treepe_nb checkpoint): {e}") from None
@@ -227,6 +229,8 @@ def checkpoint_state(folder:str|Path, # a run folder
                     ) -> tuple[dict, TrainConfig, Path]: # the checkpoint, the settings its weights were trained with, its file
     "One checkpoint of a run folder, read onto the CPU, with its own settings checked against the folder's config.yaml."
     folder = Path(folder)
+    if (folder / "config.yaml").exists() and not (folder / "config.yaml").is_file():
+        raise ValueError(f"{folder / 'config.yaml'} is not a regular file (a pipe, a device or a socket)")
     if not (folder / "config.yaml").is_file(): raise FileNotFoundError(f"{folder} is not a run folder (no config.yaml)")
     if checkpoint not in CHECKPOINTS: raise ValueError(f"checkpoint must be auto, best or last, got {checkpoint!r}")
     name = "best" if checkpoint == "auto" and (folder / "best.pt").exists() else checkpoint.replace("auto", "last")
