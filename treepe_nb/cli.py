@@ -195,7 +195,7 @@ def evaluate_run(run:str|Path, # a run folder written by `treepe-train`
     loaded = Run(run, checkpoint, device, data=True)
     m = evaluate(loaded.model, loaded.task, split, batch_size, eval_examples, beam, loaded.config.max_output_nodes,
                  progress=progress)
-    return eval_record(run, split, checkpoint, loaded.step, m)
+    return eval_record(run, split, checkpoint, loaded.step, m, beam)
 
 def run_advice(run:str|Path # a run folder with metrics
               ) -> str|None: # one line of advice, or None when the run decoded some dev example right

@@ -15,7 +15,8 @@ from .generators import seeded_sample
 from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
-__all__ = ['DATASETS', 'ENTITIES', 'atis_form', 'geo_form', 'default_data', 'semparse_splits', 'semparse_builder']
+__all__ = ['DATASETS', 'SOURCES', 'ENTITIES', 'atis_form', 'geo_form', 'read_atis_tsv', 'default_data', 'semparse_splits',
+           'semparse_builder']
 
 # %% ../nbs/08g_semparse.ipynb #fcf5a245
 def _opened(labels, parent, slot, kids, stack, label) -> int:
@@ -90,20 +91,42 @@ def geo_form(text:str, # a GeoQuery form, tokens separated by spaces: `( A , ( _
     if want_term or stack: raise ValueError(f"the form ends early: {len(stack)} parentheses left open" if stack else "the form ends early: a term is expected")
     return Tree(labels, parent, slot, validate=False)
 
+# %% ../nbs/08g_semparse.ipynb #6bd3641b
+def read_atis_tsv(path:str|Path, # a file of `question<TAB>form` lines (Dong & Lapata's `atis_train.tsv`, `atis_dev.tsv`, `atis_test.tsv`)
+                 ) -> list[tuple[list[str], Tree]]: # one (question words, logical-form tree) pair per non-empty line, in file order
+    "Dong & Lapata's argument-identified ATIS file as pairs; a `ValueError` names the file and line it cannot read."
+    path, out = Path(path), []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip(): continue
+        question, sep, form = line.partition("\t")
+        where = f"{path.name}, line {n}"
+        if not sep: raise ValueError(f"{where}: no tab between the question and its form")
+        if "\t" in form: raise ValueError(f"{where}: more than one tab (a line is question<TAB>form)")
+        if not question.split(): raise ValueError(f"{where}: an empty question")
+        try: tree = atis_form(form)
+        except ValueError as err: raise ValueError(f"{where}: {err}") from None
+        out.append((question.split(), tree))
+    return out
+
 # %% ../nbs/08g_semparse.ipynb #a67b1025
 DATASETS = ("geo", "atis")
 _SPLITS = ("train", "dev", "test")
+SOURCES = {"geo": ("text2sql-data",), "atis": ("text2sql-data", "dong-lapata")}   # each data set's sources, its default first
+_REPOSITORY = {"text2sql-data": "github.com/jkkummerfeld/text2sql-data@5050bad",      # source -> where its files come from
+               "dong-lapata": "github.com/rhythmcao/semantic-parsing-dual@bd419ac"}
+_LICENCE = {"text2sql-data": "shared by that repository with the original authors' permission; no licence named",
+            "dong-lapata": "no licence stated by that repository (no licence file); its README credits the files to Dong & Lapata (2016)"}
 
 def default_data() -> Path:
     "The copy of the files kept beside the notebooks (`nbs/data/semparse` of a clone of this repository)."
     import treepe_nb
     return Path(treepe_nb.__file__).resolve().parent.parent / "nbs" / "data" / "semparse"
 
-def _find(folder:Path, name:str) -> Path:
-    for sub in ("", "data/non-sql-data", "data/original"):
+def _find(folder:Path, name:str, source:str="text2sql-data") -> Path:
+    for sub in ("", "data/non-sql-data", "data/original", "data/atis"):
         if (folder / sub / name).is_file(): return folder / sub / name
-    raise FileNotFoundError(f"{name} not found in {folder} (nor in its data/non-sql-data or data/original): pass data= a "
-                            "folder holding the files of github.com/jkkummerfeld/text2sql-data (see nbs/data/semparse/SOURCE.md)")
+    raise FileNotFoundError(f"{name} not found in {folder} (nor in its data/non-sql-data, data/original or data/atis): pass data= a "
+                            f"folder holding the files of {_REPOSITORY[source].split('@')[0]} (see nbs/data/semparse/SOURCE.md)")
 
 ENTITIES = ("names", "placeholders")   # GEO's entities: filled in (the original questions), or `var0` as the files write them
 
@@ -153,25 +176,46 @@ def _atis(folder, entities):
         out[splits.pop()].append((question.split(), tree))
     return out, dict(report)
 
+def _atis_dong_lapata(folder, entities):
+    out, report = {}, Counter()
+    for s in _SPLITS:
+        pairs = read_atis_tsv(_find(folder, f"atis_{s}.tsv", "dong-lapata"))
+        out[s] = [(words, _canonical_variables(tree)) for words, tree in pairs]
+        report["forms whose variables were renamed"] += sum(list(a.labels) != list(b.labels) for (_, a), (_, b) in zip(pairs, out[s]))
+    return out, dict(report)
+
+def _own_entities(source): return "placeholders" if source == "dong-lapata" else "names"
+
 def semparse_splits(dataset:str, # "geo" or "atis"
                     data:str|Path|None=None, # a folder with the files (None: `default_data()`)
-                    entities:str="names", # GEO: "names" (filled in: the original questions) or "placeholders" (`var0`, as the files write them)
+                    entities:str|None=None, # "names" (filled in) or "placeholders"; None: as the source writes them (GEO, text2sql-data ATIS: names; dong-lapata: placeholders)
+                    source:str|None=None, # where the files come from, one of `SOURCES[dataset]` (None: the first, "text2sql-data")
                    ) -> tuple[dict, dict]: # {"train"/"dev"/"test": [(words, tree)]} in file order, and the report
     "The standard splits of GeoQuery or ATIS as (question words, logical-form tree) pairs."
     if dataset not in DATASETS: raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
+    source = SOURCES[dataset][0] if source is None else source
+    if source not in SOURCES[dataset]: raise ValueError(f"source must be one of {SOURCES[dataset]} for {dataset}, got {source!r}")
+    entities = _own_entities(source) if entities is None else entities
     if entities not in ENTITIES: raise ValueError(f"entities must be one of {ENTITIES}, got {entities!r}")
-    if dataset == "atis" and entities != "names": raise ValueError("entities='placeholders' is a GEO setting: the ATIS files name their entities")
+    if dataset == "atis" and entities != _own_entities(source):
+        raise ValueError("entities='placeholders' is a GEO setting: the text2sql-data ATIS files name their entities "
+                         "(source='dong-lapata' reads Dong & Lapata's placeholders)" if source == "text2sql-data" else
+                         "entities='names' cannot be had from source='dong-lapata': its files keep the placeholders (ci0) only, "
+                         "not the names they replace (source='text2sql-data' names them)")
     folder = Path(data) if data is not None else default_data()
     if not folder.is_dir(): raise FileNotFoundError(f"data={str(folder)!r} is not a folder (see nbs/data/semparse/SOURCE.md)")
-    return (_geo if dataset == "geo" else _atis)(folder, entities)
+    if dataset == "geo": return _geo(folder, entities)
+    return (_atis_dong_lapata if source == "dong-lapata" else _atis)(folder, entities)
 
 # %% ../nbs/08g_semparse.ipynb #12b6b26e
 def semparse_builder(dataset:str, # "geo" or "atis"
-                    ) -> Callable: # `build(seed, sizes, order, data=None, entities="names") -> dict`
+                    ) -> Callable: # `build(seed, sizes, order, data=None, entities=None, source=None) -> dict`
     "The task builder of one semantic-parsing data set (see `tasks.register_task`): question words to LCRS logical forms."
     if dataset not in DATASETS: raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
-    def build(seed, sizes, order, data:str|None=None, entities:str="names"):
-        splits, report = semparse_splits(dataset, data, entities)
+    def build(seed, sizes, order, data:str|None=None, entities:str|None=None, source:str|None=None):
+        splits, report = semparse_splits(dataset, data, entities, source)
+        source = SOURCES[dataset][0] if source is None else source
+        entities = _own_entities(source) if entities is None else entities
         rows, unused = [], []
         for k, s in enumerate(_SPLITS):                 # a seeded sample of at most sizes[k], in file order
             kept = seeded_sample(splits[s], sizes[k], seed, dataset, k)
@@ -184,7 +228,6 @@ def semparse_builder(dataset:str, # "geo" or "atis"
             out.append([Example(np.array(w, dtype=object), t, src_vocab.encode(w, unknown="unk"), i) for (w, t), i in zip(split, ids)])
         return dict(splits=out, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="sequence", target="tree", n=2,
                     src_format="words", tgt_binary=True,
-                    info=dict(report, unused=tuple(unused), entities=entities, binarisation="LCRS (n=2)",
-                              source_of_data="github.com/jkkummerfeld/text2sql-data@5050bad (nbs/data/semparse/SOURCE.md)",
-                              licence="shared by that repository with the original authors' permission; no licence named"))
+                    info=dict(report, unused=tuple(unused), entities=entities, binarisation="LCRS (n=2)", source=source,
+                              source_of_data=f"{_REPOSITORY[source]} (nbs/data/semparse/SOURCE.md)", licence=_LICENCE[source]))
     return build

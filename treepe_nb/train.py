@@ -161,10 +161,12 @@ def eval_record(run:str|Path, # the run folder
                 checkpoint:str, # which checkpoint: "best" or "last"
                 step:int, # the checkpoint's step
                 metrics:dict, # what `evaluate` returned
-               ) -> dict: # the run, split, checkpoint and step, then the metrics
-    "An evaluation of a run's checkpoint as `treepe-eval` reports it, also written to `RUN/eval_SPLIT.json`."
-    result = {"run": str(run), "split": split, "checkpoint": checkpoint, "step": step, **metrics}
-    path = Path(run) / f"eval_{split}.json"
+                beam:int|None=None, # the beam width it decoded with (None: greedy)
+               ) -> dict: # the run, split, checkpoint, step and beam, then the metrics
+    """An evaluation of a run's checkpoint as `treepe-eval` reports it, also written to `RUN/eval_SPLIT.json` (greedy) or
+    `RUN/eval_SPLIT_beamW.json` (beam width W), so that a beam evaluation never replaces the greedy one."""
+    result = {"run": str(run), "split": split, "checkpoint": checkpoint, "step": step, "beam": beam, **metrics}
+    path = Path(run) / (f"eval_{split}.json" if beam is None else f"eval_{split}_beam{beam}.json")
     try: path.write_text(json.dumps(result, indent=1))
     except OSError as e: print(f"could not write {path} ({e.strerror}); the result is returned", file=sys.stderr)
     return result
@@ -424,7 +426,7 @@ def train(cfg:TrainConfig, # the run's settings
             model.load_state_dict(load_checkpoint(out / "best.pt")["model"])
             scored = evaluate(model, task, "test", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
                               max_output_nodes=cfg.max_output_nodes, device=device)
-            summary["test"] = eval_record(out, "test", "best", best_step, scored)
+            summary["test"] = eval_record(out, "test", "best", best_step, scored, cfg.beam)
         if rank == 0: (out / "summary.json").write_text(json.dumps(summary, indent=1))
         if world > 1: dist.barrier(); dist.destroy_process_group()
         return summary

@@ -1,0 +1,47 @@
+"""Dong & Lapata's argument-identified ATIS (issue 54): the vendored files are the ones SOURCE.md names, byte for byte,
+and they give the standard split, every form read, through `semparse_splits` and the task `atis`."""
+import hashlib
+import re
+
+import pytest
+
+from treepe_nb.semparse import default_data, read_atis_tsv, semparse_splits
+from treepe_nb.trees import Tree
+
+FILES = {"train": 4433, "dev": 491, "test": 448}
+
+
+def _listed_sha256():
+    "file name -> sha256, from the Dong & Lapata table of nbs/data/semparse/SOURCE.md."
+    text = (default_data() / "SOURCE.md").read_text()
+    section = text[text.index("## Dong & Lapata"):]
+    return dict(re.findall(r"^\| `(atis_\w+\.tsv)` \|.*\| `([0-9a-f]{64})` \|$", section, flags=re.M))
+
+
+def test_vendored_files_match_their_provenance():
+    listed = _listed_sha256()
+    assert set(listed) == {f"atis_{s}.tsv" for s in FILES}
+    for name, sha in listed.items():
+        assert hashlib.sha256((default_data() / name).read_bytes()).hexdigest() == sha, name
+    assert "bd419acf391a9f5fe9eeedbcf7799b350138a6da" in (default_data() / "SOURCE.md").read_text()
+
+
+@pytest.mark.parametrize("split", FILES)
+def test_every_line_reads_and_round_trips(split):
+    path = default_data() / f"atis_{split}.tsv"
+    pairs = read_atis_tsv(path)
+    lines = path.read_text().splitlines()
+    assert len(pairs) == len(lines) == FILES[split]
+    for (words, tree), line in zip(pairs, lines):
+        question, form = line.split("\t")
+        assert words == question.split()
+        assert Tree.from_sexpr(form) == tree                 # the library's S-expression reader agrees
+        assert Tree.from_sexpr(tree.to_sexpr()) == tree      # and the tree goes to text and back
+
+
+def test_standard_split_sizes_and_defaults():
+    splits, report = semparse_splits("atis", source="dong-lapata")
+    assert {s: len(v) for s, v in splits.items()} == FILES
+    assert report == {"forms whose variables were renamed": 0}
+    old, _ = semparse_splits("atis")                          # the default source is unchanged (stored records)
+    assert [len(v) for v in old.values()] == [4012, 434, 403]
