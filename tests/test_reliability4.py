@@ -108,3 +108,41 @@ def test_k8s_keys_refuses_a_mask_prob_outside_0_1(value):
     from treepe_nb.tasks import TaskConfig, make_task
     with pytest.raises(ValueError, match=r"mask_prob is the share of keys masked: a number in \(0, 1\]"):
         make_task(TaskConfig("k8s-keys", options={"mask_prob": value}))
+
+
+# 7. a grid runner killed with -9 leaves no worker behind (it trained on for 19+ minutes, holding the caller's pipes)
+def test_a_killed_grid_runner_leaves_no_worker(tmp_path):
+    import os, signal, time
+    def children(pid):
+        found = []
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try: stat = (d / "stat").read_text()
+                except OSError: continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid: found.append(int(d.name))
+        return found
+    runner = subprocess.Popen([sys.executable, "-c", "from treepe_nb.experiments import experiments_cli; experiments_cli()",
+                               "run", "table2a", "--only", "seq-copy-dfs-sinusoidal-s0", "--jobs", "1", "--results",
+                               str(tmp_path / "results"), "--work", str(tmp_path / "work"), "--set", "steps=100000",
+                               "--set", "eval_every=0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = []
+    try:
+        start = time.monotonic()
+        while not list((tmp_path / "work").rglob("config.yaml")) and time.monotonic() - start < 120: time.sleep(0.2)
+        workers = [p for p in children(runner.pid) if "python" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+        assert workers, "no worker started"
+        time.sleep(2)                                              # training
+        runner.send_signal(signal.SIGKILL); runner.wait()
+        def running(p):                                            # a zombie (ended, not yet reaped) does not count
+            try: return Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            except OSError: return False
+        start = time.monotonic()
+        while any(map(running, workers)) and time.monotonic() - start < 60: time.sleep(0.5)
+        alive = [p for p in workers if running(p)]
+        assert not alive, f"workers {alive} outlived their runner by {time.monotonic() - start:.0f} s"
+        assert list((tmp_path / "work").rglob("last.pt")), "the stopped cell saved nothing to resume from"
+    finally:                                                       # a worker left by a failure: ended here
+        for p in {*workers, *children(runner.pid)}:
+            try: os.kill(p, signal.SIGKILL)
+            except ProcessLookupError: pass
+        if runner.poll() is None: runner.kill()

@@ -27,8 +27,8 @@ from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap
 
 # %% auto #0
 __all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'SQ_RECIPE',
-           'RECIPE_CHANGES', 'K8S_NOTE', 'TARGETS', 'SEMPARSE_METHODS', 'GRIDS', 'METRICS', 'TREE_TASKS',
-           'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics',
+           'RECIPE_CHANGES', 'K8S_NOTE', 'TARGETS', 'SEMPARSE_METHODS', 'GRIDS', 'RUNNER_GONE_WAIT', 'METRICS',
+           'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings', 'grid_configs', 'tree_f1', 'test_metrics',
            'record_data', 'run_cell', 'add_analysis', 'trace_record', 'GridFailed', 'run_grid', 'load_results',
            'experiments_cli', 'summarise', 'compare']
 
@@ -306,6 +306,19 @@ def _start_worker(threads:int, runner:int, event):
     torch.set_num_threads(threads)
     _worker.update(runner=runner, event=event)
     for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, _worker_signal)
+    threading.Thread(target=_watch_runner, args=(runner,), daemon=True).start()
+
+RUNNER_GONE_WAIT = 300   # seconds a worker whose runner is gone gives its cell to stop at a step boundary, then it ends
+
+def _watch_runner(runner:int):
+    """In a worker: once the runner is gone (killed with -9 it passes no signal on, and the worker, in a process group of
+    its own, would train on for the rest of its cell), stop the cell as SIGTERM does (it saves, and resumes from its
+    folder), then end the process, whatever it waits on."""
+    while os.getppid() == runner: time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGTERM)
+    deadline = time.monotonic() + RUNNER_GONE_WAIT
+    while _worker["in_cell"] and time.monotonic() < deadline: time.sleep(0.2)
+    os._exit(1)
 
 def _run_one(cfg, result):
     "One cell in a worker; none once the grid is stopping, or when the runner is gone (an orphan starts no cell)."
