@@ -1,5 +1,5 @@
 """A user's day, round 2 (issue "A user's day, round 2"): what landed of it, one test each."""
-import json
+import json, re
 
 import pytest
 
@@ -20,3 +20,23 @@ def test_a_beam_evaluation_keeps_the_greedy_one(tmp_path):
     assert (greedy["beam"], beam["beam"]) == (None, 2)
     assert json.loads((run / "eval_test.json").read_text()) == greedy
     assert json.loads((run / "eval_test_beam2.json").read_text()) == beam
+
+
+def test_resume_says_where_it_resumes(tmp_path, capsys):
+    "`--resume` printed no 'resumed from step N'."
+    cfg = TrainConfig(TaskConfig("tree-copy", sizes=(32, 4, 4)), ModelConfig(pe="stack", d_model=16, num_heads=2,
+                      enc_layers=1, dec_layers=1), steps=4, eval_every=0, out=str(tmp_path / "run"))
+    train(cfg, progress=False, test=False)
+    capsys.readouterr()
+    train(TrainConfig.from_dict({**cfg.to_dict(), "steps": 6}), resume=True, progress=False, test=False)
+    assert f"resuming {tmp_path / 'run'} from last.pt at step 4 of 6" in capsys.readouterr().err
+
+
+def test_the_time_to_go_leaves_out_the_first_step(tmp_path, capsys):
+    "The first ETA read 'about 67583 s to go': step 1 (a kernel build, cold caches) set the pace; now the steps after it do."
+    cfg = TrainConfig(TaskConfig("tree-copy", sizes=(32, 4, 4)), ModelConfig(pe="stack", d_model=16, num_heads=2,
+                      enc_layers=1, dec_layers=1), steps=4, eval_every=0, out=str(tmp_path / "run"))
+    train(cfg, progress=None, test=False, log_every=1e-9)
+    lines = [l for l in capsys.readouterr().err.splitlines() if re.match(r"step \d+/4:", l)]   # not the evaluation's
+    assert lines[0].startswith("step 1/4") and "to go" not in lines[0], lines
+    assert len(lines) >= 3 and all("to go" in l for l in lines[1:]), lines

@@ -244,6 +244,7 @@ def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> d
                 if name == "best.pt":
                     print(f"{out} has no last.pt: resuming from best.pt at step {ck['step']} (the records after it "
                           f"are made again)", file=sys.stderr)
+                else: print(f"resuming {out} from last.pt at step {ck['step']} of {cfg.steps}", file=sys.stderr)
                 return ck
         print(f"{out} has no checkpoint yet (stopped before its first): the run starts again from step 0, "
               f"which is where it was", file=sys.stderr)
@@ -370,7 +371,8 @@ def train(cfg:TrainConfig, # the run's settings
         model.train()
         bar = tqdm(total=cfg.steps, initial=step, desc=f"{cfg.task.name} {'/'.join(cfg.model.encodings)}",
                    disable=rank != 0 or (not sys.stderr.isatty() if progress is None else not progress), dynamic_ncols=True)
-        epoch, order, first = None, None, step         # first: where this process started (for the time to go)
+        epoch, order, paced = None, None, None         # paced: (step, time) after this process's first step, for the
+                                                       # time to go (the first step builds kernels, warms caches)
         lines = rank == 0 and bar.disable and progress is None and log_every > 0     # no bar: a line every log_every s
         started = last_line = time.perf_counter()
         board = _tensorboard(out, step) if cfg.tensorboard and rank == 0 else None
@@ -390,6 +392,7 @@ def train(cfg:TrainConfig, # the run's settings
                 mean = (_all_sum(loss.detach().float(), world) / total).item()
                 if not math.isfinite(mean):
                     raise FloatingPointError(f"the training loss is {mean} at step {step}; lower lr (now {cfg.lr})")
+                if paced is None: paced = (step, time.perf_counter())
                 if rank == 0:
                     rate = float(total) / (time.perf_counter() - t0)
                     append_record(out, {"step": step, "split": "train", "loss": mean, "lr": lr, "tokens_per_s": rate})
@@ -399,9 +402,11 @@ def train(cfg:TrainConfig, # the run's settings
                     bar.set_postfix(loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}"); bar.update()
                     if lines and time.perf_counter() - last_line >= log_every:
                         last_line = time.perf_counter()
-                        eta = (last_line - started) / (step - first) * (cfg.steps - step)    # at this run's pace
+                        eta = ((last_line - paced[1]) / (step - paced[0]) * (cfg.steps - step) if step > paced[0]
+                               else None)                              # at the pace of the steps after the first
+                        togo = f", about {eta:.0f} s to go" if eta is not None else ""
                         print(f"step {step}/{cfg.steps}: loss {mean:.3f}, {rate:.0f} tokens/s, "
-                              f"{last_line - started:.0f} s, about {eta:.0f} s to go", file=sys.stderr, flush=True)
+                              f"{last_line - started:.0f} s{togo}", file=sys.stderr, flush=True)
                 if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps: evaluation()
                 elif rank == 0 and cfg.checkpoint_every and step % cfg.checkpoint_every == 0: checkpoint("last.pt")
                 stopping, finished = stop["signal"] is not None, early is not None
