@@ -406,5 +406,5 @@ def test_a_run_says_what_it_starts_with(tmp_path, capsys):
                       ModelConfig(pe="stack", d_model=16, num_heads=2), steps=1, eval_examples=1, out=str(tmp_path / "r"))
     train(cfg, progress=False)
     err = capsys.readouterr().err
-    assert "pairs (dfs): 1000/100/100 train/dev/test examples" in err and "1800 examples of your files unused" in err, err
+    assert "pairs (dfs): 1000/100/100 train/dev/test examples" in err and "left out: 1800 beyond sizes (1000, 100, 100)" in err, err
     assert " parameters; encodings stack/stack" in err

@@ -40,3 +40,18 @@ def test_the_time_to_go_leaves_out_the_first_step(tmp_path, capsys):
     lines = [l for l in capsys.readouterr().err.splitlines() if re.match(r"step \d+/4:", l)]   # not the evaluation's
     assert lines[0].startswith("step 1/4") and "to go" not in lines[0], lines
     assert len(lines) >= 3 and all("to go" in l for l in lines[1:]), lines
+
+
+def test_every_drop_is_counted_at_the_start_and_in_the_summary(tmp_path, capsys):
+    "Of a user's pairs file, repeated pairs and pairs over max_example_nodes were removed with no word but in vocab.json."
+    rows = [{"source": f"(f a{i} b{i % 7})", "target": f"(g b{i % 7} a{i})"} for i in range(60)]
+    rows += rows[:5]                                                       # 5 repeats
+    rows.append({"source": "(f " + " ".join(f"x{i}" for i in range(40)) + ")", "target": "(g a)"})   # 41 nodes
+    (tmp_path / "d.jsonl").write_text("\n".join(map(json.dumps, rows)))
+    cfg = TrainConfig(TaskConfig("pairs", sizes=(40, 5, 5), options={"data": str(tmp_path / "d.jsonl"), "max_example_nodes": 30}),
+                      ModelConfig(pe="stack", d_model=16, num_heads=2), steps=1, eval_examples=1, out=str(tmp_path / "r"))
+    summary = train(cfg, progress=False)
+    err = capsys.readouterr().err
+    assert "left out: 5 repeated in a file, 1 over max_example_nodes (30), 10 beyond sizes (40, 5, 5)" in err, err
+    assert summary["dropped"] == json.loads((tmp_path / "r/summary.json").read_text())["dropped"] == \
+        {"repeated in a file": 5, "over max_example_nodes": 1, "beyond sizes": 10}

@@ -29,7 +29,7 @@ from .runs import (RunLock, append_record, checkpoint_state, load_checkpoint, re
 
 # %% auto #0
 __all__ = ['amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate', 'eval_record',
-           'Interrupted', 'train', 'plot_run']
+           'dropped_examples', 'Interrupted', 'train', 'plot_run']
 
 # %% ../nbs/09_train.ipynb #82dd9fc3
 def amp_context(amp:str, # one of `AMP_MODES`
@@ -199,6 +199,17 @@ def _improves(metric:str, # the run's `best_metric`
     return (metric != "perplexity" and best == 0 and m[metric] == 0 and best_perplexity is not None
             and m["perplexity"] < best_perplexity)
 
+# %% ../nbs/09_train.ipynb #b1889b94
+def dropped_examples(info:dict # a task's `info` (`Task.info`)
+                    ) -> dict: # reason -> how many examples were left out (only the reasons that left some)
+    """What a task's data left out, by reason: pairs repeated within one of your files, pairs with a side over
+    `max_example_nodes`, dev/test examples whose source is in an earlier split, and examples beyond `sizes`."""
+    counts = {"repeated in a file": sum(info.get("dropped_repeats") or ()),
+              "over max_example_nodes": sum(f.get("too_large", 0) for f in info.get("files") or ()),
+              **{f"{split}: source in an earlier split": v for split, v in (info.get("duplicates_removed") or {}).items()},
+              "beyond sizes": sum(info.get("unused") or ())}
+    return {k: v for k, v in counts.items() if v}
+
 # %% ../nbs/09_train.ipynb #dfd40648
 def _stopped_early(out:Path, ck:dict, cfg:TrainConfig) -> dict|None:
     "The summary of a run that already stopped early at this checkpoint under the same stopping settings, else None."
@@ -213,12 +224,11 @@ def _stopped_early(out:Path, ck:dict, cfg:TrainConfig) -> dict|None:
 
 def _start_line(task:Task, model:nn.Module, cfg:TrainConfig) -> str:
     "What a run starts with: the task's splits (and what was left out), the vocabularies, the parameters, the encodings."
-    info = task.info
-    removed = {k: v for k, v in (info.get("duplicates_removed") or {}).items() if v}
-    unused = sum(info.get("unused") or ())
+    dropped = dropped_examples(task.info)
+    limits = {"over max_example_nodes": f" ({task.info.get('max_example_nodes')})", "beyond sizes": f" {tuple(cfg.task.sizes)}"}
+    left = ", ".join(f"{v} {k}{limits.get(k, '')}" for k, v in dropped.items())
     return (f"{task.name} ({cfg.task.order}): {'/'.join(str(len(s)) for s in task.splits.values())} train/dev/test examples"
-            + (f" ({', '.join(f'{v} {k}' for k, v in removed.items())} removed: sources of an earlier split)" if removed else "")
-            + (f"; {unused} examples of your files unused (sizes={cfg.task.sizes} caps the splits)" if unused else "")
+            + (f" (left out: {left}; summary.json counts them)" if left else "")
             + f"; vocabularies {len(task.src_vocab)} -> {len(task.tgt_vocab)}; "
             f"{sum(p.numel() for p in model.parameters()):,} parameters; encodings {'/'.join(cfg.model.encodings)}")
 
@@ -426,7 +436,8 @@ def train(cfg:TrainConfig, # the run's settings
         if rank == 0 and step < cfg.steps: checkpoint("last.pt")                  # stopped early: resumable
         evals = read_metrics(out)[1] if rank == 0 else []
         summary = {"run": str(out), "step": step, "best_step": best_step, cfg.best_metric: best,
-                   "stopped_early": early, "dev": evals[-1] if evals else None, "seconds": seconds()}
+                   "stopped_early": early, "dev": evals[-1] if evals else None, "seconds": seconds(),
+                   "dropped": dropped_examples(task.info)}
         if rank == 0 and test and best_step is not None:            # with the task in hand: nothing is built again
             model.load_state_dict(load_checkpoint(out / "best.pt")["model"])
             scored = evaluate(model, task, "test", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
