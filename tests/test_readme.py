@@ -54,3 +54,19 @@ def test_the_table_of_encodings_is_the_registry():
     rows = [l.split("|")[1:4] for l in table.splitlines()[2:] if l.startswith("| `")]
     got = {n.strip().strip("`"): (f.strip(), tuple(r.strip() for r in reads.split(","))) for n, f, reads in rows}
     assert got == {e.name: (e.family, e.reads) for e in ENCODINGS.values()}
+
+
+def test_the_sidebar_groups_the_chapters_by_part():
+    "The site's sidebar: one captioned toctree per part, in chapter order, every page in exactly one (tools/docs.py)."
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("docs", ROOT / "tools" / "docs.py")
+    docs = importlib.util.module_from_spec(spec); spec.loader.exec_module(docs)
+    nbs = docs.notebooks()[1:]
+    names = [docs.page_name(p) for p in nbs]
+    trees = docs._toctrees(nbs, names)
+    captions = re.findall(r":caption: (.*)", trees)
+    assert captions == list(dict.fromkeys(docs.part(p) for p in nbs)) and "More" not in captions, captions
+    assert captions[:3] == ["Sequences", "Trees and positions", "Tree encodings"] and captions[-1] == "Development"
+    listed = [l for l in trees.splitlines() if l and not l.startswith(("```", ":"))]
+    assert listed == names
+    assert docs.part(next(p for p in nbs if p.stem == "06a_own_transformer")) == "Models"
