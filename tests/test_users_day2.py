@@ -55,3 +55,19 @@ def test_every_drop_is_counted_at_the_start_and_in_the_summary(tmp_path, capsys)
     assert "left out: 5 repeated in a file, 1 over max_example_nodes (30), 10 beyond sizes (40, 5, 5)" in err, err
     assert summary["dropped"] == json.loads((tmp_path / "r/summary.json").read_text())["dropped"] == \
         {"repeated in a file": 5, "over max_example_nodes": 1, "beyond sizes": 10}
+
+
+def test_unknown_tokens_are_counted(tmp_path):
+    "`--unknown unk` mapped tokens to <unk> without a count."
+    import subprocess, sys
+    run = tmp_path / "run"
+    train(TrainConfig(TaskConfig("tree-copy", sizes=(32, 4, 4)), ModelConfig(pe="stack", d_model=16, num_heads=2,
+                      enc_layers=1, dec_layers=1), steps=2, eval_every=0, out=str(run)), progress=False, test=False)
+    from treepe_nb.predict import load_run, predict
+    got = predict(load_run(run), ["(1 (2 zz) yy)", "(1 2)"], unknown="unk")
+    assert [p.unknown for p in got] == [2, 0]
+    done = subprocess.run([sys.executable, "-c", "from treepe_nb.predict import predict_cli; predict_cli()", str(run), "-",
+                           "--unknown", "unk", "--jsonl"], input="(1 (2 zz) yy)\n(1 2)\n", capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(l).get("unknown") for l in done.stdout.splitlines()] == [2, None]
+    assert "2 token(s) of 1 input(s) are not in the run's vocabulary and were read as <unk>" in done.stderr

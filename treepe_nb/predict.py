@@ -5,6 +5,7 @@
 # %% ../nbs/09c_predict.ipynb #0ecb8187
 from __future__ import annotations
 import argparse, json, sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -40,9 +41,10 @@ class Prediction:
     error: str|None = None       # why the input was not decoded (with `errors="skip"`), else None
     score: float|None = None     # the output's log-probability per token (length-normalised as beam search ranks it)
     nbest: list = field(default_factory=list)   # with nbest > 1: the best hypotheses as (text, score), best first
+    unknown: int = 0             # input tokens outside the run's vocabulary, read as `<unk>` (with unknown="unk")
 
-def _lookup(vocab, labels:Sequence, unknown:str, what:str) -> np.ndarray:
-    "Ids of labels: exact tokens first, then by their text; unknown ones raise or map to `<unk>`."
+def _lookup(vocab, labels:Sequence, unknown:str, what:str) -> tuple[np.ndarray, int]:
+    "Ids of labels (exact tokens first, then by their text) and how many were unknown: those raise or map to `<unk>`."
     by_text = {}
     for t in vocab.tokens: by_text.setdefault(str(t), t)
     keys = [l if l in vocab else by_text.get(str(l), l) for l in labels]
@@ -51,7 +53,7 @@ def _lookup(vocab, labels:Sequence, unknown:str, what:str) -> np.ndarray:
         raise ValueError(f"{what}: token {missing[0]!r} is not in the run's source vocabulary ({len(vocab)} tokens, "
                          f"e.g. {', '.join(map(repr, vocab.tokens[:5]))}); map it to <unk> with unknown='unk' "
                          f"(treepe-predict: --unknown unk)")
-    return vocab.encode(keys, unknown="unk")
+    return vocab.encode(keys, unknown="unk"), len(missing)
 
 def _source(run:Run, x, format:str|None, k:int):
     "One input as (tree or None, token list) in the form the task's sources have."
@@ -73,15 +75,16 @@ def _source(run:Run, x, format:str|None, k:int):
     return (x.lcrs() if spec.src_binary else x), None
 
 def _encoded(run:Run, x, format:str|None, unknown:str, what:str):
-    "One input as the model reads it: (its tree or None, its source ids), checked against the run's limits."
+    "One input as the model reads it: (its tree or None, its source ids, its unknown tokens), checked against the run's limits."
     v = run.vocab
     t, toks = _source(run, x, format, what)
-    if t is None: return None, _lookup(v["src_vocab"], toks, unknown, what)
+    if t is None: return None, *_lookup(v["src_vocab"], toks, unknown, what)
     if int(t.depth.max()) > v["max_depth"]:
         raise ValueError(f"{what} has depth {int(t.depth.max())}, deeper than the run's max_depth={v['max_depth']}")
     if len(t) > 1 and int(t.slot.max()) >= v["n"]:
         raise ValueError(f"{what} has a node with {int(t.slot.max()) + 1} children; the run's n={v['n']}")
-    return t, _lookup(v["src_vocab"], t.labels, unknown, what)[t.order(v["src_order"])]
+    ids, missing = _lookup(v["src_vocab"], t.labels, unknown, what)
+    return t, ids[t.order(v["src_order"])], missing
 
 # %% ../nbs/09c_predict.ipynb #179bf451
 def _text(run:Run, out):
@@ -97,10 +100,10 @@ def _text(run:Run, out):
         except ValueError: return out, None
     return out, (None if out.has_gaps else out.to_sexpr())
 
-def _prediction(run:Run, hypotheses:list, nbest:int) -> Prediction:
+def _prediction(run:Run, hypotheses:list, nbest:int, unknown:int=0) -> Prediction:
     "The best of an input's (output, score) hypotheses, with the `nbest` best as (text, score) when nbest > 1."
     best, score = hypotheses[0]
-    return Prediction(*_text(run, best), score=score,
+    return Prediction(*_text(run, best), score=score, unknown=unknown,
                       nbest=[(_text(run, h)[1], s) for h, s in hypotheses[:nbest]] if nbest > 1 else [])
 
 @torch.no_grad()
@@ -135,9 +138,9 @@ def predict(run:Run, # from `load_run`
     elif len(names) != len(inputs): raise ValueError(f"names must name every input: {len(names)} for {len(inputs)}")
     device, out = next(run.model.parameters()).device, []
     for start in range(0, len(inputs), batch_size):
-        chunk, trees, rows, failed = range(start, min(start + batch_size, len(inputs))), [], [], {}
+        chunk, trees, rows, failed, missing = range(start, min(start + batch_size, len(inputs))), [], [], {}, {}
         for k in chunk:
-            try: t, row = _encoded(run, inputs[k], format, unknown, names[k])
+            try: t, row, missing[k] = _encoded(run, inputs[k], format, unknown, names[k])
             except ValueError as e:
                 if errors == "raise": raise
                 failed[k] = str(e)
@@ -156,7 +159,8 @@ def predict(run:Run, # from `load_run`
                                  max_output_nodes=max_output_nodes, return_all=True, lcrs=v["spec"].tgt_binary)
         if v["target"] == "sequence": gen = [[(v["tgt_vocab"].decode(g), score) for g, score in hyps] for hyps in gen]
         decoded = iter(gen)
-        out += [Prediction(None, None, failed[k]) if k in failed else _prediction(run, next(decoded), nbest) for k in chunk]
+        out += [Prediction(None, None, failed[k]) if k in failed else _prediction(run, next(decoded), nbest, missing[k])
+                for k in chunk]
     return out
 
 # %% ../nbs/09c_predict.ipynb #7b9b14a7
@@ -202,13 +206,17 @@ def predict_cli(argv:Sequence[str]|None=None):
         preds = iter(predict(run, inputs, args.format, args.unknown, args.beam, names=names, errors=errors, nbest=args.nbest))
     except (ValueError, FileNotFoundError, TypeError) as e:
         command_error("treepe-predict", e)
-    given = iter(inputs)
+    given, unknown = iter(inputs), Counter()
     for n, line in enumerate(lines, 1):                     # one output line per input line, blank for blank
         if n in unread: x, pr = line, Prediction(None, None, unread[n])
         elif line.strip(): x, pr = next(given), next(preds)
         else: x, pr = "", Prediction(None, None)
         if pr.error: print(f"treepe-predict: skipped: {pr.error}", file=sys.stderr)
+        if pr.unknown: unknown.update(tokens=pr.unknown, inputs=1)
         if not args.jsonl: print((pr.text or "").replace("\n", "\\n"))
         else: print(json.dumps({"line": n, "input": x, "output": pr.text, "score": pr.score,
-                                **({"error": pr.error} if pr.error else {}),
+                                **({"error": pr.error} if pr.error else {}), **({"unknown": pr.unknown} if pr.unknown else {}),
                                 **({"nbest": [{"output": t, "score": v} for t, v in pr.nbest]} if args.nbest > 1 else {})}))
+    if unknown:                                             # said once, at the end: how much of the input the model did not know
+        print(f"treepe-predict: {unknown['tokens']} token(s) of {unknown['inputs']} input(s) are not in the run's vocabulary "
+              f"and were read as <unk> (--unknown raise refuses them)", file=sys.stderr)
