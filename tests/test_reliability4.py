@@ -146,3 +146,28 @@ def test_a_killed_grid_runner_leaves_no_worker(tmp_path):
             try: os.kill(p, signal.SIGKILL)
             except ProcessLookupError: pass
         if runner.poll() is None: runner.kill()
+
+
+# 10. positions on another device than the ids: a ValueError naming both (a torch RuntimeError before)
+def test_positions_on_another_device_are_named(marked_run):
+    from treepe_nb.runs import Run
+    from treepe_nb.trees import Tree, batch_positions
+    sys.path.insert(0, str(marked_run))
+    try: model = Run(marked_run / "runs/m", imports=["leaves_marker"]).model
+    finally: sys.path.remove(str(marked_run))
+    ids = torch.tensor([[4, 5]])
+    pos = batch_positions([Tree.from_sexpr("(1 2)")])
+    with pytest.raises(ValueError, match="src_pos is on meta but src_ids on cpu"): model(ids, pos.to("meta"), ids, pos)
+    with pytest.raises(ValueError, match="tgt_pos is on meta but tgt_ids on cpu"): model(ids, pos, ids, pos.to("meta"))
+
+
+# 9. treepe-predict: options after the file, and a full disk
+def test_predict_takes_options_after_the_file_and_reports_a_full_disk(marked_run, tmp_path):
+    (tmp_path / "in.txt").write_text("(1 2)\n")
+    done = command("predict", "runs/m", "--format", "sexpr", str(tmp_path / "in.txt"), "--import", "leaves_marker", cwd=marked_run)
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 1, done.stderr[-1500:]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-c", f"{COMMANDS['predict']}; c()", "runs/m", str(tmp_path / "in.txt"),
+                               "--import", "leaves_marker"], cwd=marked_run, stdout=full, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 2 and "cannot write the output: No space left on device" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

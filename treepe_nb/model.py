@@ -200,6 +200,10 @@ def _check_padding(mask:Tensor, positions, what:str):
     if shape is not None and tuple(shape[:2]) != tuple(mask.shape):
         raise ValueError(f"{what}_pos has shape {tuple(shape)} but {what}_ids {tuple(mask.shape)}: "
                          f"they must share the batch and length")
+    device = getattr(positions, "device", mask.device)
+    if device != mask.device:
+        raise ValueError(f"{what}_pos is on {device} but {what}_ids on {mask.device}: move both to one device "
+                         f"(`.to(device)`: TreePositions and tensors alike)")
     if not isinstance(positions, TreePositions): return
     bad = positions.mask != mask
     if bool(bad.any()):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09c_predict.ipynb #0ecb8187
 from __future__ import annotations
-import argparse, json, sys
+import argparse, json, os, sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,7 +186,7 @@ def predict_cli(argv:Sequence[str]|None=None):
                    "imports nothing by itself")
     p.add_argument("--skip-errors", action="store_true", help="an input that cannot be read gets an empty output line "
                    "and a message naming its line on stderr (default: the first such input stops the command)")
-    args = p.parse_args(argv)
+    args = p.parse_intermixed_args(argv)          # options before or after the file alike
     errors = "skip" if args.skip_errors else "raise"
     if args.nbest > 1 and not args.jsonl: p.error("--nbest writes several outputs per input: give --jsonl too")
     try:
@@ -207,16 +207,21 @@ def predict_cli(argv:Sequence[str]|None=None):
     except (ValueError, FileNotFoundError, TypeError) as e:
         command_error("treepe-predict", e)
     given, unknown = iter(inputs), Counter()
-    for n, line in enumerate(lines, 1):                     # one output line per input line, blank for blank
-        if n in unread: x, pr = line, Prediction(None, None, unread[n])
-        elif line.strip(): x, pr = next(given), next(preds)
-        else: x, pr = "", Prediction(None, None)
-        if pr.error: print(f"treepe-predict: skipped: {pr.error}", file=sys.stderr)
-        if pr.unknown: unknown.update(tokens=pr.unknown, inputs=1)
-        if not args.jsonl: print((pr.text or "").replace("\n", "\\n"))
-        else: print(json.dumps({"line": n, "input": x, "output": pr.text, "score": pr.score,
-                                **({"error": pr.error} if pr.error else {}), **({"unknown": pr.unknown} if pr.unknown else {}),
-                                **({"nbest": [{"output": t, "score": v} for t, v in pr.nbest]} if args.nbest > 1 else {})}))
+    try:                                                    # a full disk, /dev/full: one line, not a traceback
+        for n, line in enumerate(lines, 1):                     # one output line per input line, blank for blank
+            if n in unread: x, pr = line, Prediction(None, None, unread[n])
+            elif line.strip(): x, pr = next(given), next(preds)
+            else: x, pr = "", Prediction(None, None)
+            if pr.error: print(f"treepe-predict: skipped: {pr.error}", file=sys.stderr)
+            if pr.unknown: unknown.update(tokens=pr.unknown, inputs=1)
+            if not args.jsonl: print((pr.text or "").replace("\n", "\\n"))
+            else: print(json.dumps({"line": n, "input": x, "output": pr.text, "score": pr.score,
+                                    **({"error": pr.error} if pr.error else {}), **({"unknown": pr.unknown} if pr.unknown else {}),
+                                    **({"nbest": [{"output": t, "score": v} for t, v in pr.nbest]} if args.nbest > 1 else {})}))
+        sys.stdout.flush()
+    except OSError as e:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # what is still buffered goes nowhere at exit
+        command_error("treepe-predict", f"cannot write the output: {e.strerror or e}")
     if unknown:                                             # said once, at the end: how much of the input the model did not know
         print(f"treepe-predict: {unknown['tokens']} token(s) of {unknown['inputs']} input(s) are not in the run's vocabulary "
               f"and were read as <unk> (--unknown raise refuses them)", file=sys.stderr)
