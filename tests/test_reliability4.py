@@ -26,10 +26,10 @@ def command(name, *args, cwd, stdin=""):
 
 @pytest.fixture(scope="module")
 def marked_run(tmp_path_factory):
-    "A run trained with `--import leaves_marker`, a module that leaves a MARKER file beside it when it runs."
+    "A run trained with `--import marker_of_round4`, a module that leaves a MARKER file beside it when it runs."
     root = tmp_path_factory.mktemp("trust")
-    (root / "leaves_marker.py").write_text(MARKER)
-    done = command("train", *TINY, "--import", "leaves_marker", "--out", "runs/m", cwd=root)
+    (root / "marker_of_round4.py").write_text(MARKER)
+    done = command("train", *TINY, "--import", "marker_of_round4", "--out", "runs/m", cwd=root)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (root / "MARKER").exists()
     return root
@@ -42,9 +42,9 @@ def test_no_command_imports_what_a_run_names(marked_run, name, args):
     (marked_run / "MARKER").unlink(missing_ok=True)
     done = command(name, *args, cwd=marked_run, stdin="(1 (2 3))\n")
     assert done.returncode == 2, done.stderr[-2000:]
-    assert "needs the module 'leaves_marker'" in done.stderr and "--import leaves_marker" in done.stderr, done.stderr
+    assert "needs the module 'marker_of_round4'" in done.stderr and "--import marker_of_round4" in done.stderr, done.stderr
     assert not (marked_run / "MARKER").exists()
-    done = command(name, *args, "--import", "leaves_marker", cwd=marked_run, stdin="(1 (2 3))\n")   # named: allowed
+    done = command(name, *args, "--import", "marker_of_round4", cwd=marked_run, stdin="(1 (2 3))\n")   # named: allowed
     assert done.returncode == 0, done.stderr[-2000:]
     assert (marked_run / "MARKER").exists()
 
@@ -54,16 +54,17 @@ def test_a_checkpoint_alone_runs_no_code(marked_run, tmp_path):
     ck = load_checkpoint(marked_run / "runs/m/last.pt")
     ck["config"]["imports"] = ["this"]
     torch.save(ck, marked_run / "runs/m/last.pt")
-    done = command("eval", "runs/m", "--checkpoint", "last", "--import", "leaves_marker", cwd=marked_run)
+    done = command("eval", "runs/m", "--checkpoint", "last", "--import", "marker_of_round4", cwd=marked_run)
     assert done.returncode == 2 and "needs the module 'this'" in done.stderr, done.stderr[-2000:]
     assert "Beautiful is better than ugly" not in done.stdout + done.stderr
 
 
 def test_run_and_load_run_take_imports(marked_run):
     from treepe_nb.predict import load_run
-    with pytest.raises(ValueError, match="--import leaves_marker"): load_run(marked_run / "runs/m", "best")
+    sys.modules.pop("marker_of_round4", None)                      # as in a fresh process
+    with pytest.raises(ValueError, match="--import marker_of_round4"): load_run(marked_run / "runs/m", "best")
     sys.path.insert(0, str(marked_run))
-    try: assert load_run(marked_run / "runs/m", "best", imports=["leaves_marker"]).step >= 3
+    try: assert load_run(marked_run / "runs/m", "best", imports=["marker_of_round4"]).step >= 3
     finally: sys.path.remove(str(marked_run))
 
 
@@ -88,7 +89,7 @@ def test_run_files_that_are_not_regular_files_are_refused(marked_run, tmp_path, 
     (run / name).unlink()
     if kind == "fifo": os.mkfifo(run / name)
     else: (run / name).symlink_to("/dev/zero")
-    done = command("predict", str(run), "-", "--import", "leaves_marker", cwd=marked_run, stdin="(1 (2 3))\n")
+    done = command("predict", str(run), "-", "--import", "marker_of_round4", cwd=marked_run, stdin="(1 (2 3))\n")
     assert done.returncode == 2 and "not a regular file" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
 
 
@@ -153,7 +154,7 @@ def test_positions_on_another_device_are_named(marked_run):
     from treepe_nb.runs import Run
     from treepe_nb.trees import Tree, batch_positions
     sys.path.insert(0, str(marked_run))
-    try: model = Run(marked_run / "runs/m", imports=["leaves_marker"]).model
+    try: model = Run(marked_run / "runs/m", imports=["marker_of_round4"]).model
     finally: sys.path.remove(str(marked_run))
     ids = torch.tensor([[4, 5]])
     pos = batch_positions([Tree.from_sexpr("(1 2)")])
@@ -164,10 +165,10 @@ def test_positions_on_another_device_are_named(marked_run):
 # 9. treepe-predict: options after the file, and a full disk
 def test_predict_takes_options_after_the_file_and_reports_a_full_disk(marked_run, tmp_path):
     (tmp_path / "in.txt").write_text("(1 2)\n")
-    done = command("predict", "runs/m", "--format", "sexpr", str(tmp_path / "in.txt"), "--import", "leaves_marker", cwd=marked_run)
+    done = command("predict", "runs/m", "--format", "sexpr", str(tmp_path / "in.txt"), "--import", "marker_of_round4", cwd=marked_run)
     assert done.returncode == 0 and len(done.stdout.splitlines()) == 1, done.stderr[-1500:]
     with open("/dev/full", "w") as full:
         done = subprocess.run([sys.executable, "-c", f"{COMMANDS['predict']}; c()", "runs/m", str(tmp_path / "in.txt"),
-                               "--import", "leaves_marker"], cwd=marked_run, stdout=full, stderr=subprocess.PIPE, text=True)
+                               "--import", "marker_of_round4"], cwd=marked_run, stdout=full, stderr=subprocess.PIPE, text=True)
     assert done.returncode == 2 and "cannot write the output: No space left on device" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr

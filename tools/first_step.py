@@ -1,6 +1,6 @@
 """The first training step in an environment that has never built the CPU kernels, twice: the first run builds them
 (with the notice and its seconds), the second finds them built. Each run is `treepe-train` with its default encoding
-(ape-tree) for 2 steps, in a fresh extensions folder, on one thread; writes nbs/results/benchmarks/first_step.json.
+(ape-tree) for 2 steps, in a fresh extensions folder, on one thread; writes nbs/results/first_step.json.
 
     python tools/first_step.py
 """
@@ -10,7 +10,7 @@ import json, os, re, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "nbs/results/benchmarks/first_step.json"
+OUT = ROOT / "nbs/results/first_step.json"
 
 
 def one_run(ext: Path, out: Path) -> dict:
