@@ -71,3 +71,11 @@ def test_unknown_tokens_are_counted(tmp_path):
     assert done.returncode == 0, done.stderr
     assert [json.loads(l).get("unknown") for l in done.stdout.splitlines()] == [2, None]
     assert "2 token(s) of 1 input(s) are not in the run's vocabulary and were read as <unk>" in done.stderr
+
+
+def test_a_depth_mean_below_min_depth_is_refused():
+    "`depth_mean` was clamped silently: a mean below min_depth drew every tree at min_depth."
+    from treepe_nb.tasks import make_task
+    with pytest.raises(ValueError, match=r"tree-copy: depth_mean=-5 is below min_depth=1"):
+        make_task(TaskConfig("tree-copy", sizes=(8, 2, 2), options={"depth_mean": -5}))
+    assert len(make_task(TaskConfig("tree-copy", sizes=(8, 2, 2), options={"depth_mean": 1})).train) == 8

@@ -122,6 +122,9 @@ def _tree_builder(kind):
         for key, v in (("depth_mean", depth_mean), ("depth_std", depth_std)):   # builders may be called directly
             if not math.isfinite(v) or (key == "depth_std" and v < 0):
                 raise ValueError(f"{name}: {key} must be a finite number{' >= 0' if key == 'depth_std' else ''}, got {v}")
+        if depth_mean < min_depth:                             # most draws would be raised to min_depth: say so, do not clamp
+            raise ValueError(f"{name}: depth_mean={depth_mean:g} is below min_depth={min_depth}: most trees would be drawn "
+                             f"deeper than asked (raised to min_depth); raise depth_mean or lower min_depth")
         _check_budget(name, sizes, max_size, 0, "", "")
         drawn = [tree_depths(task_rng(seed, name, k), size, depth_mean, depth_std, min_depth) for k, size in enumerate(sizes)]
         if kind == "ops":                                      # x0 of depth d - 1 takes distinct labels
