@@ -79,3 +79,23 @@ def test_a_depth_mean_below_min_depth_is_refused():
     with pytest.raises(ValueError, match=r"tree-copy: depth_mean=-5 is below min_depth=1"):
         make_task(TaskConfig("tree-copy", sizes=(8, 2, 2), options={"depth_mean": -5}))
     assert len(make_task(TaskConfig("tree-copy", sizes=(8, 2, 2), options={"depth_mean": 1})).train) == 8
+
+
+def test_one_input_without_a_finite_hypothesis_does_not_stop_its_batch(tmp_path):
+    "With --skip-errors, one input's decoding failure ('no hypothesis has a finite score') stopped its whole batch."
+    import torch
+    from treepe_nb.predict import load_run, predict
+    run = tmp_path / "run"
+    train(TrainConfig(TaskConfig("tree-copy", sizes=(32, 4, 4)), ModelConfig(pe="stack", d_model=16, num_heads=2,
+                      enc_layers=1, dec_layers=1), steps=2, eval_every=0, out=str(run)), progress=False, test=False)
+    loaded = load_run(run)
+    small, big = "(1 2)", "(17 10 (18 (15 1 (16 10 (18 1 2))) (13 (12 (14 10 2) (13 10 10)) (14 10 (18 1 2)))))"
+    real = loaded.model.generate
+    def one_fails(ids, *a, **kw):                             # the second input of the batch ends with no finite hypothesis
+        out = real(ids, *a, **kw)
+        return [out[0], []] + out[2:] if len(out) > 1 else out
+    loaded.model.generate = one_fails
+    got = predict(loaded, [small, big], errors="skip")
+    assert got[0].error is None and got[0].text is not None
+    assert got[1].output is None and "input 1: no hypothesis has a finite score" in got[1].error
+    with pytest.raises(ValueError, match="input 1: no hypothesis has a finite score"): predict(loaded, [small, big])

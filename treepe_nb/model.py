@@ -500,7 +500,7 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
              max_len:int|None=None, # longest generated sequence (default cfg.max_len - 1)
              length_penalty:float=1.0, # alpha of the length normalisation log p / length**alpha
              src_kinds:Tensor|None=None, # node kinds of the source (additive encoding)
-             return_all:bool=False, # every beam, best first, as (output, score) pairs
+             return_all:bool=False, # every beam, best first, as (output, score) pairs ([] for an input with none finite)
              start_id:int=1, end_id:int=2, # start and end ids of sequence targets
              lcrs:bool=False, # tree targets are LCRS-binarised (`TaskSpec.tgt_binary`): the root takes no slot-1 child
             ) -> list: # per input: a `Tree` or a token list (or a list of (output, score) pairs)
@@ -534,6 +534,7 @@ def generate(self:Transformer, src_ids:Tensor, # `[B, S]`
             for i in torch.argsort(scores[b * W : (b + 1) * W], descending=True, stable=True).tolist()
         ]
         rows = [r for r in rows if scores[r] > float("-inf")]
+        if not rows and return_all: out.append([]); continue          # every beam: none, for this input alone
         if not rows: raise ValueError(f"input {b}: no hypothesis has a finite score (max_len or max_output_nodes too small?)")
         if vocab is not None: outputs = vocab.decode_batch(hist[rows].cpu(), order, cfg.max_depth)
         else:

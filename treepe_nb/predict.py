@@ -38,7 +38,7 @@ class Prediction:
     "One output of `predict`."
     output: Tree|list|None       # the decoded tree (un-binarised as the task says), the token list, or None
     text: str|None               # Python source, an S-expression or the tokens joined by spaces (None: not printable)
-    error: str|None = None       # why the input was not decoded (with `errors="skip"`), else None
+    error: str|None = None       # why there is no output (with `errors="skip"`) or no text for it, else None
     score: float|None = None     # the output's log-probability per token (length-normalised as beam search ranks it)
     nbest: list = field(default_factory=list)   # with nbest > 1: the best hypotheses as (text, score), best first
     unknown: int = 0             # input tokens outside the run's vocabulary, read as `<unk>` (with unknown="unk")
@@ -88,22 +88,30 @@ def _encoded(run:Run, x, format:str|None, unknown:str, what:str):
 
 # %% ../nbs/09c_predict.ipynb #179bf451
 def _text(run:Run, out):
-    "An output and its text, as the run's `TaskSpec` writes it (un-binarised first where the targets are binarised)."
+    "An output, its text as the run's `TaskSpec` writes it (un-binarised first where the targets are binarised), and why there is no text (else None)."
     spec = run.vocab["spec"]
-    if out is None: return None, None
-    if spec.target == "sequence": return out, " ".join(map(str, out))
+    if out is None: return None, None, None
+    if spec.target == "sequence": return out, " ".join(map(str, out)), None
     if spec.tgt_binary:
         try: out = out.unlcrs()
-        except ValueError: return out, None
+        except ValueError as e: return out, None, f"the decoded tree does not un-binarise ({e})"
     if spec.tgt_format == "python":
-        try: return out, to_python(out)
-        except ValueError: return out, None
-    return out, (None if out.has_gaps else out.to_sexpr())
+        try: return out, to_python(out), None
+        except ValueError as e: return out, None, f"the decoded tree is not Python the writer knows ({e})"
+    if out.has_gaps: return out, None, "the decoded tree has a gap among its children: no S-expression writes it"
+    return out, out.to_sexpr(), None
 
-def _prediction(run:Run, hypotheses:list, nbest:int, unknown:int=0) -> Prediction:
+def _prediction(run:Run, hypotheses:list, nbest:int, unknown:int=0, what:str="the input", errors:str="raise",
+                max_output_nodes:int|None=None) -> Prediction:
     "The best of an input's (output, score) hypotheses, with the `nbest` best as (text, score) when nbest > 1."
+    if not hypotheses:                                   # this input alone: the others of its batch are decoded
+        e = (f"{what}: no hypothesis has a finite score (each ran into max_output_nodes={max_output_nodes} or the "
+             f"length limit; raise max_output_nodes)")
+        if errors == "raise": raise ValueError(e)
+        return Prediction(None, None, e, unknown=unknown)
     best, score = hypotheses[0]
-    return Prediction(*_text(run, best), score=score, unknown=unknown,
+    output, text, why = _text(run, best)
+    return Prediction(output, text, None if why is None else f"{what}: {why}", score=score, unknown=unknown,
                       nbest=[(_text(run, h)[1], s) for h, s in hypotheses[:nbest]] if nbest > 1 else [])
 
 @torch.no_grad()
@@ -159,8 +167,8 @@ def predict(run:Run, # from `load_run`
                                  max_output_nodes=max_output_nodes, return_all=True, lcrs=v["spec"].tgt_binary)
         if v["target"] == "sequence": gen = [[(v["tgt_vocab"].decode(g), score) for g, score in hyps] for hyps in gen]
         decoded = iter(gen)
-        out += [Prediction(None, None, failed[k]) if k in failed else _prediction(run, next(decoded), nbest, missing[k])
-                for k in chunk]
+        out += [Prediction(None, None, failed[k]) if k in failed else
+                _prediction(run, next(decoded), nbest, missing[k], names[k], errors, max_output_nodes) for k in chunk]
     return out
 
 # %% ../nbs/09c_predict.ipynb #7b9b14a7
@@ -212,7 +220,7 @@ def predict_cli(argv:Sequence[str]|None=None):
             if n in unread: x, pr = line, Prediction(None, None, unread[n])
             elif line.strip(): x, pr = next(given), next(preds)
             else: x, pr = "", Prediction(None, None)
-            if pr.error: print(f"treepe-predict: skipped: {pr.error}", file=sys.stderr)
+            if pr.error: print(f"treepe-predict: {'skipped' if pr.output is None else 'no text'}: {pr.error}", file=sys.stderr)
             if pr.unknown: unknown.update(tokens=pr.unknown, inputs=1)
             if not args.jsonl: print((pr.text or "").replace("\n", "\\n"))
             else: print(json.dumps({"line": n, "input": x, "output": pr.text, "score": pr.score,
