@@ -7,14 +7,15 @@ from __future__ import annotations
 import operator, re
 from typing import Callable, Mapping, Sequence
 import numpy as np
-from .trees import Tree
+from .trees import Tree, check_limit
 from .tracking import ArityVocab
 from .generators import MAX_NODES, task_rng
 from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
-__all__ = ['VARIABLES', 'TRANSLATIONS', 'KINDS', 'for_source', 'run_for', 'lambda_source', 'run_lambda', 'for_to_lambda',
-           'chen_translation', 'left_nested', 'random_for', 'for2lam_pairs', 'for2lam_vocabularies', 'for2lam_builder']
+__all__ = ['VARIABLES', 'MAX_FOR_NESTING', 'TRANSLATIONS', 'KINDS', 'check_for', 'for_nesting', 'for_source', 'run_for',
+           'lambda_source', 'run_lambda', 'for_to_lambda', 'chen_translation', 'left_nested', 'random_for',
+           'for2lam_pairs', 'for2lam_vocabularies', 'for2lam_builder']
 
 # %% ../nbs/08d_for2lam.ipynb #1a8da712
 VARIABLES = ("x", "y", "z")     # the program variables of the generated programs
@@ -76,6 +77,37 @@ def _checked(tree:Tree, # the program
         for c, rr in zip(k, roles): role[c] = rr
     return labels, kids, end
 
+MAX_FOR_NESTING = 5000   # the most `if`/`for` blocks a For program may have open at once, unless a caller says more
+_TOO_DEEP = "the For program nests {} if/for blocks deep, more than max_nesting={} ({}); pass a larger max_nesting to accept it"
+
+def check_for(tree:Tree, # a For program
+              max_nesting:int=MAX_FOR_NESTING, # the most `if`/`for` blocks open at once
+             ) -> int: # the program's nesting: the most `if`/`for` blocks open at once
+    "Check a For program against the grammar and the nesting budget in linear time: a `ValueError` names the first node that breaks either."
+    limit, (labels, _, _), parent = check_limit(max_nesting, "max_nesting"), _checked(tree, "For"), tree.parent.tolist()
+    depth = [0] * len(labels)                       # `if`/`for` nodes from the root to each node, parents first (preorder)
+    for i, lab in enumerate(labels): depth[i] = (depth[parent[i]] if i else 0) + (lab in ("if", "for"))
+    if max(depth) > limit: raise ValueError(_TOO_DEEP.format(max(depth), limit, f"node {depth.index(limit + 1)} opens block {limit + 1}"))
+    return max(depth)
+
+# %% ../nbs/08d_for2lam.ipynb #b6fc9eca
+_FOR_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")   # a name or a keyword, as chapter 8e's tokenizer reads them
+_BLOCK_STEP = {"if": 1, "for": 1, "endif": -1, "endfor": -1}
+
+def for_nesting(text:str, # For source, as `for_source` writes it or a person types it
+                max_nesting:int=MAX_FOR_NESTING, # the most `if`/`for` blocks open at once
+               ) -> int: # the most blocks open at once, counted from the keywords
+    "The nesting of For source, counted before anything is tokenized or built: a `ValueError` gives the line and column of the first block past `max_nesting`."
+    if not isinstance(text, str): raise TypeError(f"expected For source text, got {type(text).__name__}")
+    limit, depth, deepest, first = check_limit(max_nesting, "max_nesting"), 0, 0, -1
+    for m in _FOR_WORD.finditer(text):
+        depth = max(depth + _BLOCK_STEP.get(m.group(), 0), 0)
+        deepest = max(deepest, depth)
+        if depth > limit and first < 0: first = m.start()
+    if first < 0: return deepest
+    line, column = text.count("\n", 0, first) + 1, first - text.rfind("\n", 0, first)
+    raise ValueError(_TOO_DEEP.format(deepest, limit, f"block {limit + 1} opens at line {line}, column {column}"))
+
 # %% ../nbs/08d_for2lam.ipynb #0d6f13b1
 def _inline(labels, kids, root) -> str:
     "One-line text of the expression, test or Lambda term at `root`; compound operands in parentheses."
@@ -97,8 +129,10 @@ def _inline(labels, kids, root) -> str:
 
 def for_source(tree:Tree, # a For program
                indent:str="  ", # one level of indentation
+               max_nesting:int=MAX_FOR_NESTING, # the most `if`/`for` blocks open at once (the text grows as size x nesting)
               ) -> str:
     "The For program as source text, one statement per line."
+    check_for(tree, max_nesting)                     # the grammar and the budget, before a line is written
     labels, kids, _ = _checked(tree, "For")
     lines, todo = [], [(0, 0, "")]                  # (node, level, text after it) or (text, level)
     while todo:

@@ -14,7 +14,7 @@ from .tracking import ArityVocab
 from .generators import seeded_sample, task_rng
 from .batching import Example, SeqVocab, arity_ids
 from .corpora import ast_leaf_classes
-from .for2lam import for_source
+from .for2lam import MAX_FOR_NESTING, check_for, for_nesting
 
 # %% auto #0
 __all__ = ['FORMATS', 'MAX_INPUT_NODES', 'LINE_LIMIT', 'python_tree', 'read_input', 'parse_for', 'to_python', 'read_lines',
@@ -160,11 +160,13 @@ def _sequence(statements:list):
     return out
 
 def parse_for(text:str, # For source: statements separated by `;`, as `for_source` writes them (line breaks are free)
+              max_nesting:int=MAX_FOR_NESTING, # the most `if`/`for` blocks open at once (chapter 8d's budget)
              ) -> Tree: # the For program; sequences nested to the right, as `random_for` nests them
     "Read a For program from its source text; a `ValueError` gives the line and column of what is wrong."
     if not isinstance(text, str): raise TypeError(f"expected For source text, got {type(text).__name__}")
+    for_nesting(text, max_nesting)                    # at the door: nothing is tokenised or built past the budget
     tree = Tree.from_nested(_ForParser(text).program())
-    for_source(tree)                                  # the grammar's check: a ValueError names the node that breaks it
+    check_for(tree, max_nesting)                      # the grammar's check (linear): a ValueError names the node that breaks it
     return tree
 
 # %% ../nbs/08e_pairs.ipynb #6d917832

@@ -19,13 +19,31 @@ __all__ = ['DATASETS', 'SOURCES', 'ENTITIES', 'atis_form', 'geo_form', 'read_ati
            'semparse_builder']
 
 # %% ../nbs/08g_semparse.ipynb #fcf5a245
-def _opened(labels, parent, slot, kids, stack, label) -> int:
-    "Add a node under the innermost open node (or as the root) and return its index."
+def _budgets(text, max_form_chars, max_form_depth, kind) -> None:
+    "Refuse a budget that is not a count, a form that is not a string, and a form longer than `max_form_chars`."
+    for name, value, least in (("max_form_chars", max_form_chars, 1), ("max_form_depth", max_form_depth, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+    if not isinstance(text, str): raise TypeError(f"{kind} form is a string, got {type(text).__name__}")
+    if len(text) > max_form_chars:
+        raise ValueError(f"the form has {len(text):,} characters, over max_form_chars={max_form_chars:,} "
+                         "(pass a larger max_form_chars to read it)")
+
+def _opened(labels, parent, slot, kids, stack, label, i, max_form_depth) -> int:
+    "Add a node (from token `i`) under the innermost open node (or as the root) and return its index."
+    if len(stack) > max_form_depth:
+        raise ValueError(f"token {i} opens a node at depth {len(stack)}, deeper than max_form_depth={max_form_depth} "
+                         "(the root is at depth 0; pass a larger max_form_depth to read it)")
     p = stack[-1] if stack else -1
-    if p < 0 and labels: raise ValueError(f"more than one form: {label!r} comes after the first form's end")
+    if p < 0 and labels: raise ValueError(f"more than one form: {_shown(label)} comes after the first form's end")
     labels.append(label); parent.append(p); slot.append(kids[p] if p >= 0 else -1); kids.append(0)
     if p >= 0: kids[p] += 1
     return len(labels) - 1
+
+def _shown(x, width:int=40) -> str:
+    "`repr(x)`, cut to `width` characters: a message never echoes a damaged file's text at length."
+    r = repr(x)
+    return r if len(r) <= width else r[:width - 3] + "..."
 
 def _typed(toks, i) -> tuple[str, int]:
     "The token at `i`, with its type when `: type` follows (`boston : ci` is `boston:ci`), and the position after it."
@@ -36,74 +54,91 @@ def _typed(toks, i) -> tuple[str, int]:
 
 def atis_form(text:str, # a lambda-calculus form, tokens separated by spaces: `( lambda $0 e ( flight $0 ) )`
               close_missing:bool=False, # close the parentheses still open at the end instead of refusing the form
+              max_form_chars:int=10_000, # the longest form read, in characters (longer: a `ValueError` before any parsing)
+              max_form_depth:int=100, # the deepest node read (the root is at depth 0); deeper: a `ValueError` at that node
              ) -> Tree: # one node per parenthesis (its first token the label) and per atom; `v : t` is one leaf `v:t`
-    "An ATIS logical form as a tree; a `ValueError` names the token that breaks it."
-    if not isinstance(text, str): raise TypeError(f"an ATIS form is a string, got {type(text).__name__}")
+    "An ATIS logical form as a tree; a `ValueError` names the token that breaks it, or the budget it is over."
+    _budgets(text, max_form_chars, max_form_depth, "an ATIS")
     toks, labels, parent, slot, kids, stack, i = text.split(), [], [], [], [], [], 0
     if not toks: raise ValueError("an empty ATIS form")
     while i < len(toks):
         t = toks[i]
         if t == "(":
             if i + 1 == len(toks) or toks[i + 1] in ("(", ")", ":"):
-                raise ValueError(f"token {i}: '(' must be followed by a label, got {toks[i + 1] if i + 1 < len(toks) else 'the end'!r}")
-            label, i = _typed(toks, i + 1)
-            stack.append(_opened(labels, parent, slot, kids, stack, label))
+                raise ValueError(f"token {i}: '(' must be followed by a label, got {_shown(toks[i + 1]) if i + 1 < len(toks) else 'the end'}")
+            label, j = _typed(toks, i + 1)
+            stack.append(_opened(labels, parent, slot, kids, stack, label, i, max_form_depth)); i = j
         elif t == ")":
             if not stack: raise ValueError(f"token {i}: ')' closes nothing")
             stack.pop(); i += 1
         elif t == ":": raise ValueError(f"token {i}: ':' must follow a value (as in 'boston : ci')")
         else:
-            label, i = _typed(toks, i)                 # a constant; alone, it is the whole form (`dl : al`)
-            _opened(labels, parent, slot, kids, stack, label)
+            label, j = _typed(toks, i)                 # a constant; alone, it is the whole form (`dl : al`)
+            _opened(labels, parent, slot, kids, stack, label, i, max_form_depth); i = j
     if stack and not close_missing:
         raise ValueError(f"{len(stack)} parentheses left open at the end (close_missing=True closes them)")
     return Tree(labels, parent, slot, validate=False)
 
 # %% ../nbs/08g_semparse.ipynb #d5d6f6ab
+_GEO_SYNTAX = ("(", ")", ",", "\\+")           # the tokens that make a GeoQuery form's structure
+
 def geo_form(text:str, # a GeoQuery form, tokens separated by spaces: `( A , ( _state ( A ) ) )`
+             max_form_chars:int=10_000, # the longest form read, in characters (longer: a `ValueError` before any parsing)
+             max_form_depth:int=100, # the deepest node read (the root is at depth 0); deeper: a `ValueError` at that node
             ) -> Tree: # `answer` at the root, `and` for every inner parenthesised conjunction, `not` for `\+`, functors as nodes
-    "A GeoQuery (Prolog-style) logical form as a tree; a `ValueError` names the token that breaks it."
-    if not isinstance(text, str): raise TypeError(f"a GeoQuery form is a string, got {type(text).__name__}")
+    "A GeoQuery (Prolog-style) logical form as a tree; a `ValueError` names the token that breaks it, or the budget it is over."
+    _budgets(text, max_form_chars, max_form_depth, "a GeoQuery")
     toks, labels, parent, slot, kids = text.split(), [], [], [], []
-    stack, i, want_term = [], 0, True           # stack: open nodes, as (index, closed by ')' or after one term)
+    ids, closers, i, want_term = [], [], 0, True   # the open nodes, and what closes each: ')' or the end of its one term
     if not toks: raise ValueError("an empty GeoQuery form")
-    at = lambda j: f"token {j} ({toks[j]!r})" if j < len(toks) else "the end"
-    open_ids = lambda: [k for k, _ in stack]
+    at = lambda j: f"token {j} ({_shown(toks[j])})" if j < len(toks) else "the end"
+    def open_node(label, closer):
+        ids.append(_opened(labels, parent, slot, kids, ids, label, i, max_form_depth)); closers.append(closer)
     while i < len(toks):
         t = toks[i]
         if want_term:
             if t in (",", ")"): raise ValueError(f"{at(i)}: a term is expected")
-            if t == "(": stack.append((_opened(labels, parent, slot, kids, open_ids(), "and" if stack else "answer"), ")")); i += 1
-            elif t == "\\+": stack.append((_opened(labels, parent, slot, kids, open_ids(), "not"), "term")); i += 1
-            elif i + 1 < len(toks) and toks[i + 1] == "(":
-                stack.append((_opened(labels, parent, slot, kids, open_ids(), t), ")")); i += 2
+            if t == "(": open_node("and" if ids else "answer", ")"); i += 1
+            elif t == "\\+": open_node("not", "term"); i += 1
+            elif i + 1 < len(toks) and toks[i + 1] == "(": open_node(t, ")"); i += 2
             else:
                 j = i
-                while j < len(toks) and toks[j] not in ("(", ")", ",", "\\+"): j += 1
-                if not stack: raise ValueError(f"{at(i)}: a constant outside every parenthesis")
-                _opened(labels, parent, slot, kids, open_ids(), " ".join(toks[i:j])); i, want_term = j, False
+                while j < len(toks) and toks[j] not in _GEO_SYNTAX: j += 1
+                if not ids: raise ValueError(f"{at(i)}: a constant outside every parenthesis")
+                _opened(labels, parent, slot, kids, ids, " ".join(toks[i:j]), i, max_form_depth); i, want_term = j, False
             continue
-        while stack and stack[-1][1] == "term": stack.pop()       # a negation ends with its one term
-        if t == "," and stack: want_term = True; i += 1
-        elif t == ")" and stack: stack.pop(); i += 1
-        else: raise ValueError(f"{at(i)}: ',' or ')' is expected" if stack else f"{at(i)}: text after the form's end")
-    while stack and stack[-1][1] == "term": stack.pop()
-    if want_term or stack: raise ValueError(f"the form ends early: {len(stack)} parentheses left open" if stack else "the form ends early: a term is expected")
+        while closers and closers[-1] == "term": ids.pop(); closers.pop()     # a negation ends with its one term
+        if t == "," and ids: want_term = True; i += 1
+        elif t == ")" and ids: ids.pop(); closers.pop(); i += 1
+        else: raise ValueError(f"{at(i)}: ',' or ')' is expected" if ids else f"{at(i)}: text after the form's end")
+    while closers and closers[-1] == "term": ids.pop(); closers.pop()
+    if want_term or ids: raise ValueError(f"the form ends early: {len(ids)} parentheses left open" if ids else "the form ends early: a term is expected")
     return Tree(labels, parent, slot, validate=False)
 
 # %% ../nbs/08g_semparse.ipynb #6bd3641b
+def _read_text(path:Path) -> str:
+    "The text of a regular file; a folder, pipe or device, or bytes that are not UTF-8, are a `ValueError` naming it."
+    if not path.is_file():
+        if not path.exists(): raise FileNotFoundError(f"{path}: no such file")
+        raise ValueError(f"{path}: not a regular file (a folder, pipe or device is not read)")
+    try: return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err: raise ValueError(f"{path}: not UTF-8 text (byte {err.start:,}: {err.reason})") from None
+
 def read_atis_tsv(path:str|Path, # a file of `question<TAB>form` lines (Dong & Lapata's `atis_train.tsv`, `atis_dev.tsv`, `atis_test.tsv`)
+                  max_form_chars:int=10_000, # the longest form read, in characters (see `atis_form`)
+                  max_form_depth:int=100, # the deepest node of a form read (see `atis_form`)
                  ) -> list[tuple[list[str], Tree]]: # one (question words, logical-form tree) pair per non-empty line, in file order
     "Dong & Lapata's argument-identified ATIS file as pairs; a `ValueError` names the file and line it cannot read."
+    _budgets("", max_form_chars, max_form_depth, "an ATIS")
     path, out = Path(path), []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(_read_text(path).splitlines(), 1):
         if not line.strip(): continue
         question, sep, form = line.partition("\t")
-        where = f"{path.name}, line {n}"
+        where = f"{path}, line {n}"
         if not sep: raise ValueError(f"{where}: no tab between the question and its form")
-        if "\t" in form: raise ValueError(f"{where}: more than one tab (a line is question<TAB>form)")
+        if "\t" in form: raise ValueError(f"{where}: more than one tab ({line.count(chr(9))}; a line is question<TAB>form)")
         if not question.split(): raise ValueError(f"{where}: an empty question")
-        try: tree = atis_form(form)
+        try: tree = atis_form(form, max_form_chars=max_form_chars, max_form_depth=max_form_depth)
         except ValueError as err: raise ValueError(f"{where}: {err}") from None
         out.append((question.split(), tree))
     return out
@@ -124,7 +159,9 @@ def default_data() -> Path:
 
 def _find(folder:Path, name:str, source:str="text2sql-data") -> Path:
     for sub in ("", "data/non-sql-data", "data/original", "data/atis"):
-        if (folder / sub / name).is_file(): return folder / sub / name
+        p = folder / sub / name
+        if p.is_file(): return p
+        if p.exists(): raise ValueError(f"{p}: not a regular file (a folder, pipe or device is not read)")
     raise FileNotFoundError(f"{name} not found in {folder} (nor in its data/non-sql-data, data/original or data/atis): pass data= a "
                             f"folder holding the files of {_REPOSITORY[source].split('@')[0]} (see nbs/data/semparse/SOURCE.md)")
 
@@ -132,17 +169,62 @@ ENTITIES = ("names", "placeholders")   # GEO's entities: filled in (the original
 
 def _filled(tokens, variables): return [x for t in tokens for x in (variables[t].split() if t in variables else [t])]
 
-def _geo(folder, entities):
-    entries, report = json.loads(_find(folder, "geography-logic.txt").read_text()), Counter()
-    out = {s: [] for s in _SPLITS}
+_JSON = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+
+def _got(x) -> str: return "null" if x is None else f"{_JSON.get(type(x), type(x).__name__)} ({_shown(x)})"
+
+def _field(entry:dict, key:str, kind:type, what:str, where:str):
+    "`entry[key]`; missing, of another type than `kind`, or empty, it is a `ValueError` naming `where` and `key`."
+    if key not in entry: raise ValueError(f"{where}: no {key!r} (it must be {what})")
+    x = entry[key]
+    if not isinstance(x, kind) or isinstance(x, bool): raise ValueError(f"{where}: {key!r} must be {what}, got {_got(x)}")
+    if kind is not dict and not (x.split() if isinstance(x, str) else x): raise ValueError(f"{where}: {key!r} is empty (it must be {what})")
+    return x
+
+def _geo_entries(path:Path) -> list:
+    "The entries of `geography-logic.txt`: JSON, a list of mappings; what is not is a `ValueError` naming the file."
+    text = _read_text(path)
+    try: entries = json.loads(text)
+    except RecursionError: raise ValueError(f"{path}: not readable JSON (nested too deeply)") from None
+    except ValueError as err: raise ValueError(f"{path}: not JSON ({err})") from None
+    if not isinstance(entries, list): raise ValueError(f"{path}: the top level must be a list of entries, got {_got(entries)}")
     for k, e in enumerate(entries):
-        if len(e["logic"]) > 1: report["entries with more than one form (first kept)"] += 1
-        for q in e["sentences"]:
-            if q["question-split"] not in out: raise ValueError(f"geography-logic.txt, entry {k}: unknown split {q['question-split']!r}")
-            names = q["variables"] if entities == "names" else {}
-            try: tree = geo_form(" ".join(_filled(e["logic"][0].split(), names)))
-            except ValueError as err: raise ValueError(f"geography-logic.txt, entry {k}: {err}") from None
-            out[q["question-split"]].append((_filled(q["text"].split(), names), tree))
+        if not isinstance(e, dict): raise ValueError(f"{path}, entry {k}: an entry must be a mapping (with 'logic' and 'sentences'), got {_got(e)}")
+    return entries
+
+def _geo_question(q, where:str, splits) -> tuple[str, str, dict]:
+    "A question of a GEO entry checked: its split, its text and its variables (placeholder -> the name it stands for)."
+    if not isinstance(q, dict): raise ValueError(f"{where}: a question must be a mapping (with 'text', 'question-split' and 'variables'), got {_got(q)}")
+    split = _field(q, "question-split", str, f"one of {splits}", where)
+    if split not in splits: raise ValueError(f"{where}: unknown split {_shown(split)} ('question-split' must be one of {splits})")
+    text = _field(q, "text", str, "the question (a string)", where)
+    variables = _field(q, "variables", dict, "a mapping from placeholders to the names they stand for", where)
+    for key, name in variables.items():
+        if key in _GEO_SYNTAX: raise ValueError(f"{where}: the placeholder {_shown(key)} is a token of the forms' syntax")
+        if not isinstance(name, str): raise ValueError(f"{where}: variables[{_shown(key)}] must be the name it stands for (a string), got {_got(name)}")
+        if not name.split(): raise ValueError(f"{where}: variables[{_shown(key)}] is empty (it must be the name it stands for)")
+        if bad := [t for t in name.split() if t in _GEO_SYNTAX]:
+            raise ValueError(f"{where}: variables[{_shown(key)}] holds {_shown(bad[0])}, a token of the forms' syntax (filled in, it would change the form)")
+    return split, text, variables
+
+def _geo(folder, entities, max_form_chars, max_form_depth):
+    path = _find(folder, "geography-logic.txt")
+    entries, report, out = _geo_entries(path), Counter(), {s: [] for s in _SPLITS}
+    budgets = dict(max_form_chars=max_form_chars, max_form_depth=max_form_depth)
+    for k, e in enumerate(entries):
+        where = f"{path}, entry {k}"
+        logic = _field(e, "logic", list, "a list of forms (the first is read)", where)
+        if not isinstance(logic[0], str): raise ValueError(f"{where}: logic[0] must be a form (a string), got {_got(logic[0])}")
+        if len(logic) > 1: report["entries with more than one form (first kept)"] += 1
+        try: geo_form(logic[0], **budgets)                 # the form itself, with its placeholders
+        except ValueError as err: raise ValueError(f"{where}, logic[0]: {err}") from None
+        questions = _field(e, "sentences", list, "a list of questions", where)
+        for j, q in enumerate(questions):
+            split, text, variables = _geo_question(q, f"{where}, sentences[{j}]", tuple(out))
+            names = variables if entities == "names" else {}
+            try: tree = geo_form(" ".join(_filled(logic[0].split(), names)), **budgets)
+            except ValueError as err: raise ValueError(f"{where}, sentences[{j}]: logic[0] with its variables filled in: {err}") from None
+            out[split].append((_filled(text.split(), names), tree))
     return out, dict(report)
 
 _BINDERS = {"lambda", "exists", "argmax", "argmin", "count", "sum", "the", "max", "min"}   # their first argument is a variable
@@ -156,18 +238,23 @@ def _canonical_variables(tree:Tree) -> Tree:
     labels = [names.setdefault(x, f"${len(names)}") if x in bound else x for x in tree.labels]
     return Tree(labels, tree.parent, tree.slot, validate=False)
 
-def _atis(folder, entities):
+def _atis(folder, entities, max_form_chars, max_form_depth):
     where = {}
     for s in _SPLITS:
-        for line in _find(folder, f"atis.uw.{s}.txt").read_text().splitlines():
+        path = _find(folder, f"atis.uw.{s}.txt")
+        for n, line in enumerate(_read_text(path).splitlines(), 1):
+            if not line.strip(): continue
+            if "|||" not in line: raise ValueError(f"{path}, line {n}: no '|||' between the question and its SQL")
             where.setdefault(line.split("|||")[0].strip(), set()).add(s)
-    out, report = {s: [] for s in _SPLITS}, Counter()
-    for n, line in enumerate(_find(folder, "atis-logic.txt").read_text().splitlines(), 1):
+    out, report, path = {s: [] for s in _SPLITS}, Counter(), _find(folder, "atis-logic.txt")
+    for n, line in enumerate(_read_text(path).splitlines(), 1):
         if not line.strip(): continue
         question, sep, form = line.partition("|||")
-        if not sep: raise ValueError(f"atis-logic.txt, line {n}: no '|||' between the question and its form")
-        try: tree = atis_form(form, close_missing=True)
-        except ValueError as err: raise ValueError(f"atis-logic.txt, line {n}: {err}") from None
+        if not sep: raise ValueError(f"{path}, line {n}: no '|||' between the question and its form")
+        if "|||" in form: raise ValueError(f"{path}, line {n}: more than one '|||' (a line is question ||| form)")
+        if not question.split(): raise ValueError(f"{path}, line {n}: an empty question")
+        try: tree = atis_form(form, close_missing=True, max_form_chars=max_form_chars, max_form_depth=max_form_depth)
+        except ValueError as err: raise ValueError(f"{path}, line {n}: {err}") from None
         report["forms closed at the end"] += form.count("(") > form.count(")")
         tree, named = _canonical_variables(tree), tree
         report["forms whose variables were renamed"] += list(tree.labels) != list(named.labels)
@@ -176,10 +263,10 @@ def _atis(folder, entities):
         out[splits.pop()].append((question.split(), tree))
     return out, dict(report)
 
-def _atis_dong_lapata(folder, entities):
+def _atis_dong_lapata(folder, entities, max_form_chars, max_form_depth):
     out, report = {}, Counter()
     for s in _SPLITS:
-        pairs = read_atis_tsv(_find(folder, f"atis_{s}.tsv", "dong-lapata"))
+        pairs = read_atis_tsv(_find(folder, f"atis_{s}.tsv", "dong-lapata"), max_form_chars, max_form_depth)
         out[s] = [(words, _canonical_variables(tree)) for words, tree in pairs]
         report["forms whose variables were renamed"] += sum(list(a.labels) != list(b.labels) for (_, a), (_, b) in zip(pairs, out[s]))
     return out, dict(report)
@@ -190,8 +277,11 @@ def semparse_splits(dataset:str, # "geo" or "atis"
                     data:str|Path|None=None, # a folder with the files (None: `default_data()`)
                     entities:str|None=None, # "names" (filled in) or "placeholders"; None: as the source writes them (GEO, text2sql-data ATIS: names; dong-lapata: placeholders)
                     source:str|None=None, # where the files come from, one of `SOURCES[dataset]` (None: the first, "text2sql-data")
+                    max_form_chars:int=10_000, # the longest logical form read, in characters (GEO: also with its names filled in)
+                    max_form_depth:int=100, # the deepest node of a logical form read (the root is at depth 0)
                    ) -> tuple[dict, dict]: # {"train"/"dev"/"test": [(words, tree)]} in file order, and the report
-    "The standard splits of GeoQuery or ATIS as (question words, logical-form tree) pairs."
+    """The standard splits of GeoQuery or ATIS as (question words, logical-form tree) pairs; a damaged file is a
+    `ValueError` that names the file, the entry or line, and what is wrong with it."""
     if dataset not in DATASETS: raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
     source = SOURCES[dataset][0] if source is None else source
     if source not in SOURCES[dataset]: raise ValueError(f"source must be one of {SOURCES[dataset]} for {dataset}, got {source!r}")
@@ -202,10 +292,11 @@ def semparse_splits(dataset:str, # "geo" or "atis"
                          "(source='dong-lapata' reads Dong & Lapata's placeholders)" if source == "text2sql-data" else
                          "entities='names' cannot be had from source='dong-lapata': its files keep the placeholders (ci0) only, "
                          "not the names they replace (source='text2sql-data' names them)")
+    _budgets("", max_form_chars, max_form_depth, "a")
     folder = Path(data) if data is not None else default_data()
     if not folder.is_dir(): raise FileNotFoundError(f"data={str(folder)!r} is not a folder (see nbs/data/semparse/SOURCE.md)")
-    if dataset == "geo": return _geo(folder, entities)
-    return (_atis_dong_lapata if source == "dong-lapata" else _atis)(folder, entities)
+    read = _geo if dataset == "geo" else _atis_dong_lapata if source == "dong-lapata" else _atis
+    return read(folder, entities, max_form_chars, max_form_depth)
 
 # %% ../nbs/08g_semparse.ipynb #12b6b26e
 def semparse_builder(dataset:str, # "geo" or "atis"
