@@ -172,3 +172,34 @@ def test_predict_takes_options_after_the_file_and_reports_a_full_disk(marked_run
                                "--import", "marker_of_round4"], cwd=marked_run, stdout=full, stderr=subprocess.PIPE, text=True)
     assert done.returncode == 2 and "cannot write the output: No space left on device" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+# 4. a signal during a step that takes minutes (a compile) stops within STOP_WAIT, not at the step's end
+def test_a_signal_during_a_long_step_stops_within_stop_wait(tmp_path, monkeypatch):
+    import os, signal, threading, time
+    from treepe_nb import train as training
+    from treepe_nb.model import ModelConfig
+    from treepe_nb.tasks import TaskConfig
+    real, calls = training.batch_loss, []
+    def slow(*a, **kw):                                          # the second step "compiles" for 60 s
+        calls.append(1)
+        if len(calls) == 2:                                      # a SIGTERM half a second into it
+            threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()
+            time.sleep(60)
+        return real(*a, **kw)
+    monkeypatch.setattr(training, "batch_loss", slow)
+    monkeypatch.setattr(training, "STOP_WAIT", 1)
+    cfg = training.TrainConfig(TaskConfig("tree-copy", sizes=(32, 4, 4)), ModelConfig(pe="stack", d_model=16, num_heads=2,
+                               enc_layers=1, dec_layers=1), steps=5, eval_every=0, out=str(tmp_path / "run"))
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt) as stopped: training.train(cfg, progress=False, test=False)
+    assert not isinstance(stopped.value, training.Interrupted)   # not at a boundary: inside the step, at once
+    assert time.monotonic() - start < 30 and len(calls) == 2     # long before the step's 60 s
+
+
+# 9. --tensorboard where the curves cannot be written: one line naming the folder
+def test_tensorboard_that_cannot_be_written_is_one_line(tmp_path):
+    (tmp_path / "run").mkdir(); (tmp_path / "run" / "tensorboard").write_text("a file in the way")
+    done = command("train", "--steps", "1", "--tensorboard", "--out", "run", "--d-model", "16", "--num-heads", "2",
+                   "--sizes", "40", "4", "4", "--batch-size", "8", "--no-progress", cwd=tmp_path)
+    assert done.returncode == 2 and "cannot write the curves to run/tensorboard: File exists" in done.stderr, done.stderr[-1500:]

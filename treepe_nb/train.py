@@ -28,8 +28,8 @@ from .runs import (RunLock, append_record, checkpoint_state, load_checkpoint, re
                             save_checkpoint, set_rng_state, truncate_records, save_vocab)
 
 # %% auto #0
-__all__ = ['amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate', 'eval_record',
-           'dropped_examples', 'Interrupted', 'train', 'plot_run']
+__all__ = ['STOP_WAIT', 'amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
+           'eval_record', 'dropped_examples', 'Interrupted', 'train', 'plot_run']
 
 # %% ../nbs/09_train.ipynb #82dd9fc3
 def amp_context(amp:str, # one of `AMP_MODES`
@@ -267,9 +267,12 @@ def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> d
     shutil.rmtree(out / "tensorboard", ignore_errors=True)
     return None
 
+STOP_WAIT = 20   # seconds a signal waits for the next step boundary (and a save) before it interrupts the step
+
 def _stop_signals(stop:dict):
     """Ctrl-C and SIGTERM set `stop['signal']` (the loop stops at the next step boundary); a second one interrupts at once,
-    and so does the first while `stop['building']` (before the first step there is nothing to save)."""
+    and so does the first while `stop['building']` (before the first step there is nothing to save), or when no step
+    boundary comes within `STOP_WAIT` seconds (a step that compiles can take minutes)."""
     if threading.current_thread() is not threading.main_thread(): return {}
     def request(signum, frame):
         if stop["signal"] is not None: raise KeyboardInterrupt
@@ -277,6 +280,13 @@ def _stop_signals(stop:dict):
         if stop.get("building"):                         # nothing trained yet, nothing to save: stop now
             print(f"{stop['signal']} before training started: nothing was trained or saved", file=sys.stderr)
             raise Interrupted(0)
+        def too_long():                                  # a step that outlasts STOP_WAIT (a compile, a kernel build)
+            print(f"{stop['signal']}: no step boundary within {STOP_WAIT} s (the step compiles?): stopping at once",
+                  file=sys.stderr)
+            os.kill(os.getpid(), signum)                 # the second signal: interrupt now (last.pt stays as it was)
+        stop["timer"] = threading.Timer(STOP_WAIT, too_long)
+        stop["timer"].daemon = True
+        stop["timer"].start()
     return {s: signal.signal(s, request) for s in (signal.SIGINT, signal.SIGTERM)}
 
 def _tensorboard(out:Path, step:int):
@@ -285,7 +295,9 @@ def _tensorboard(out:Path, step:int):
     except ImportError:
         raise ValueError("tensorboard=true needs the tensorboard package: pip install tensorboard (or "
                          "pip install treepe_nb[dev]); the run's metrics.jsonl holds the same curves") from None
-    return SummaryWriter(str(out / "tensorboard"), purge_step=step + 1)
+    try: return SummaryWriter(str(out / "tensorboard"), purge_step=step + 1)
+    except OSError as e:                                 # a file in the way, a read-only folder, a full disk
+        raise ValueError(f"tensorboard=true: cannot write the curves to {out / 'tensorboard'}: {e.strerror or e}") from None
 
 def train(cfg:TrainConfig, # the run's settings
           resume:bool=False, # continue the run in `cfg.out` from its last.pt (only `RESUMABLE_CHANGES` may differ)
@@ -424,6 +436,7 @@ def train(cfg:TrainConfig, # the run's settings
                     flags = _all_sum(torch.tensor([float(stopping), float(finished)], device=device), world)
                     stopping, finished = bool(flags[0]), bool(flags[1])
                 if stopping:                                   # at a step boundary: the saved state resumes exactly
+                    if stop.get("timer") is not None: stop["timer"].cancel()   # in time: the save is not interrupted
                     if rank == 0:
                         checkpoint("last.pt")
                         bar.write(f"{stop['signal'] or 'stopped'} at step {step}: {out / 'last.pt'} saved; continue "
