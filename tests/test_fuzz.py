@@ -531,3 +531,50 @@ def test_fuzz_predict_inputs(fuzz, tiny_run):
         except (ValueError, TypeError) as e: assert "line " in str(e) or "format" in str(e) or "labels" in str(e), str(e)
         else: assert len(out) == len(xs)
     fuzz(st.tuples(inputs, fmt), check)
+
+
+# ------------------------------------------------------------------------------------------------ round 4's doors
+for_words = "if then else endif for do endfor x y = == + - < > ; ( ) 0 1 10\n\t"
+
+
+def test_fuzz_for_programs(fuzz):
+    "For source text: parsed, or a ValueError/TypeError naming where (the nesting budget checked at the door)."
+    from treepe_nb.pairs import parse_for
+    words = st.lists(st.sampled_from(for_words.split(" ")), max_size=40).map(" ".join)
+    deep = st.integers(1, 20_000).map(lambda d: "x = 1; " + "if x == 1 then " * d + "x = 2" + " else x = 3 endif" * d)
+    fuzz(st.one_of(st.text(max_size=60), words, deep, labels), lambda t: accepts(lambda: parse_for(t, max_nesting=1000)))
+
+
+def test_fuzz_semparse_files(fuzz, tmp_path):
+    "A GEO data folder of random JSON-like structures, or ATIS TSV lines of random text: read, or a ValueError naming the file."
+    import json
+    from treepe_nb.semparse import read_atis_tsv, semparse_splits
+    geo = tmp_path / "geo"; geo.mkdir()
+    tsv = tmp_path / "atis_train.tsv"
+    entry = st.fixed_dictionaries({"logic": st.one_of(st.lists(st.one_of(st.text(max_size=20), labels), max_size=2), labels),
+                                   "sentences": st.one_of(st.lists(st.dictionaries(st.sampled_from(
+                                       ["text", "variables", "question-split"]), st.one_of(labels, st.text(max_size=8)),
+                                       max_size=3), max_size=2), labels)})
+    def check_geo(entries):
+        (geo / "geography-logic.txt").write_text(json.dumps(entries, default=str))
+        try: semparse_splits("geo", data=geo)
+        except ValueError as e: assert "geography" in str(e) or str(geo) in str(e), str(e)
+    fuzz(st.one_of(st.lists(entry, max_size=3), structures), check_geo)
+    def check_tsv(lines):
+        tsv.write_text("\n".join(lines))
+        try: read_atis_tsv(tsv)
+        except ValueError as e: assert "atis_train.tsv" in str(e), str(e)
+    fuzz(st.lists(st.one_of(st.text(max_size=40), st.sampled_from(["what flights\t( lambda $0 e ( flight $0 ) )",
+                                                                    "a\t(", "a\tb\tc", "\t( x )"])), max_size=4), check_tsv)
+
+
+def test_fuzz_run_configs_import_nothing(fuzz):
+    "A run's configuration (any mapping, any `imports`) is read or refused, and never imports a module it names."
+    import sys
+    from treepe_nb.config import TrainConfig
+    names = st.one_of(st.sampled_from(["this", "antigravity", "os", "no_such_module_x", "treepe_nb.tasks"]), labels)
+    def check(d):
+        before = set(sys.modules)
+        accepts(lambda: TrainConfig.from_dict(d, "fuzz.yaml"))
+        assert not (set(sys.modules) - before) & {"this", "antigravity", "no_such_module_x"}
+    fuzz(st.one_of(st.fixed_dictionaries({"imports": st.one_of(st.lists(names, max_size=3), names)}), structures), check)
