@@ -203,3 +203,15 @@ def test_tensorboard_that_cannot_be_written_is_one_line(tmp_path):
     done = command("train", "--steps", "1", "--tensorboard", "--out", "run", "--d-model", "16", "--num-heads", "2",
                    "--sizes", "40", "4", "4", "--batch-size", "8", "--no-progress", cwd=tmp_path)
     assert done.returncode == 2 and "cannot write the curves to run/tensorboard: File exists" in done.stderr, done.stderr[-1500:]
+
+
+# 9. treepe-eval on a checkpoint whose config is a string: one line
+def test_a_checkpoint_whose_config_is_a_string_is_one_line(marked_run, tmp_path):
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(marked_run / "runs/m", run)
+    ck = load_checkpoint(run / "last.pt")
+    ck["config"] = "not a configuration"
+    torch.save(ck, run / "last.pt")
+    done = command("eval", str(run), "--checkpoint", "last", "--import", "marker_of_round4", cwd=marked_run)
+    assert done.returncode == 2 and "holds no run configuration" in done.stderr and "Traceback" not in done.stderr, done.stderr
