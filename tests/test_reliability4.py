@@ -1,6 +1,6 @@
 """Reliability, round 4 (issue "Reliability, round 4"): a run folder runs no code, kernel builds cannot hang or clobber
 each other; one test each, each seen to fail before its fix."""
-import subprocess, sys
+import os, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -215,3 +215,16 @@ def test_a_checkpoint_whose_config_is_a_string_is_one_line(marked_run, tmp_path)
     torch.save(ck, run / "last.pt")
     done = command("eval", str(run), "--checkpoint", "last", "--import", "marker_of_round4", cwd=marked_run)
     assert done.returncode == 2 and "holds no run configuration" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("name", ["metrics.jsonl", "summary.json"])
+def test_resume_refuses_or_skips_run_files_that_are_pipes(marked_run, tmp_path, name):
+    "The files --resume reads besides the checkpoint: a FIFO is refused (metrics.jsonl) or ignored (summary.json), never read."
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(marked_run / "runs/m", run)
+    (run / name).unlink(missing_ok=True); os.mkfifo(run / name)
+    done = command("train", "--resume", "--out", str(run), "--steps", "4", "--no-progress", "--import", "marker_of_round4",
+                   cwd=marked_run)
+    if name == "metrics.jsonl": assert done.returncode == 2 and "not a regular file" in done.stderr, done.stderr[-1500:]
+    else: assert done.returncode == 0, done.stderr[-1500:]

@@ -100,6 +100,7 @@ def append_record(run:str|Path, # a run folder
     with open(Path(run) / "metrics.jsonl", "a") as f: f.write(json.dumps(record) + "\n")
 
 def _records(path:Path) -> list[dict]:
+    if not path.is_file(): raise ValueError(f"{path} is not a regular file (a pipe, a device or a socket)")   # a FIFO would block
     lines = path.read_text().splitlines()
     rows = []
     for i, line in enumerate(lines):

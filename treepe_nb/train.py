@@ -213,6 +213,7 @@ def dropped_examples(info:dict # a task's `info` (`Task.info`)
 # %% ../nbs/09_train.ipynb #dfd40648
 def _stopped_early(out:Path, ck:dict, cfg:TrainConfig) -> dict|None:
     "The summary of a run that already stopped early at this checkpoint under the same stopping settings, else None."
+    if not (out / "summary.json").is_file(): return None     # none, or a pipe or device (which would block the read)
     try: s = json.loads((out / "summary.json").read_text())
     except (OSError, ValueError): return None
     if not isinstance(s, dict) or not s.get("stopped_early") or s.get("step") != ck["step"]: return None
@@ -456,7 +457,10 @@ def train(cfg:TrainConfig, # the run's settings
             scored = evaluate(model, task, "test", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
                               max_output_nodes=cfg.max_output_nodes, device=device)
             summary["test"] = eval_record(out, "test", "best", best_step, scored, cfg.beam)
-        if rank == 0: (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        if rank == 0:                                   # through a temporary file: a pipe in its place is replaced, not written
+            try: (out / "summary.json.tmp").write_text(json.dumps(summary, indent=1))
+            except OSError: (out / "summary.json.tmp").unlink(missing_ok=True); raise   # a full disk: no half file left
+            os.replace(out / "summary.json.tmp", out / "summary.json")
         if world > 1: dist.barrier(); dist.destroy_process_group()
         return summary
     finally:
