@@ -51,10 +51,13 @@ def test_no_command_imports_what_a_run_names(marked_run, name, args):
 
 def test_a_checkpoint_alone_runs_no_code(marked_run, tmp_path):
     "A checkpoint forged to name `this` (whose import prints the Zen of Python), its config.yaml left alone."
-    ck = load_checkpoint(marked_run / "runs/m/last.pt")
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(marked_run / "runs/m", run)                   # a copy: the other tests read the fixture's run
+    ck = load_checkpoint(run / "last.pt")
     ck["config"]["imports"] = ["this"]
-    torch.save(ck, marked_run / "runs/m/last.pt")
-    done = command("eval", "runs/m", "--checkpoint", "last", "--import", "marker_of_round4", cwd=marked_run)
+    torch.save(ck, run / "last.pt")
+    done = command("eval", str(run), "--checkpoint", "last", "--import", "marker_of_round4", cwd=marked_run)
     assert done.returncode == 2 and "needs the module 'this'" in done.stderr, done.stderr[-2000:]
     assert "Beautiful is better than ugly" not in done.stdout + done.stderr
 

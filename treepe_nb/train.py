@@ -202,10 +202,14 @@ def _improves(metric:str, # the run's `best_metric`
 # %% ../nbs/09_train.ipynb #b1889b94
 def dropped_examples(info:dict # a task's `info` (`Task.info`)
                     ) -> dict: # reason -> how many examples were left out (only the reasons that left some)
-    """What a task's data left out, by reason: pairs repeated within one of your files, pairs with a side over
-    `max_example_nodes`, dev/test examples whose source is in an earlier split, and examples beyond `sizes`."""
+    """What a task's data left out, by reason: pairs repeated within one of your files, examples over
+    `max_example_nodes` (per file of yours, or in all for a corpus), files the reader refused, dev/test examples whose
+    source is in an earlier split, and examples beyond `sizes`."""
+    def count(key): return info.get(key) if isinstance(info.get(key), int) and not isinstance(info.get(key), bool) else 0
+    files = info.get("files") if isinstance(info.get("files"), list) else []      # your files' reports (a corpus: a count)
     counts = {"repeated in a file": sum(info.get("dropped_repeats") or ()),
-              "over max_example_nodes": sum(f.get("too_large", 0) for f in info.get("files") or ()),
+              "over max_example_nodes": count("too_large") + sum(f.get("too_large", 0) for f in files if isinstance(f, dict)),
+              "files the reader refused": count("refused"),
               **{f"{split}: source in an earlier split": v for split, v in (info.get("duplicates_removed") or {}).items()},
               "beyond sizes": sum(info.get("unused") or ())}
     return {k: v for k, v in counts.items() if v}
