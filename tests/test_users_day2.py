@@ -99,3 +99,49 @@ def test_one_input_without_a_finite_hypothesis_does_not_stop_its_batch(tmp_path)
     assert got[0].error is None and got[0].text is not None
     assert got[1].output is None and "input 1: no hypothesis has a finite score" in got[1].error
     with pytest.raises(ValueError, match="input 1: no hypothesis has a finite score"): predict(loaded, [small, big])
+
+
+def test_a_task_read_from_your_files_uses_all_of_it_by_default(tmp_path, capsys):
+    "A file of one's own was capped at 1,000 / 100 / 100 by default ('661 examples of your files unused')."
+    from treepe_nb.tasks import make_task
+    rows = [{"source": f"(f a{i} b{i % 7})", "target": f"(g b{i % 7} a{i})"} for i in range(1500)]
+    (tmp_path / "d.jsonl").write_text("\n".join(map(json.dumps, rows)))
+    task = make_task(TaskConfig("pairs", options={"data": str(tmp_path / "d.jsonl")}))
+    assert [len(s) for s in task.splits.values()] == [1200, 150, 150]                 # all of it, 80 / 10 / 10
+    assert sum(task.info["unused"]) == 0
+    capped = make_task(TaskConfig("pairs", sizes=(100, 10, 10), options={"data": str(tmp_path / "d.jsonl")}))
+    assert [len(s) for s in capped.splits.values()] == [100, 10, 10]                  # --sizes caps when given
+    assert len(make_task(TaskConfig("tree-copy")).train) == 1000                      # a generated task: 1,000 / 100 / 100
+
+
+def test_no_test_is_stored_in_the_runs_config(tmp_path):
+    "`--no-test` was not stored in the run's config: config.yaml could not tell whether the test split was scored."
+    import yaml
+    from treepe_nb.cli import config_from_args
+    args = ["--task", "tree-copy", "--sizes", "32", "4", "4", "--pe", "stack", "--d-model", "16", "--num-heads", "2",
+            "--enc-layers", "1", "--dec-layers", "1", "--steps", "2", "--eval-every", "0"]
+    for flag, scored in (("--no-test", False), (None, True)):
+        cfg, _ = config_from_args(args + ["--out", str(tmp_path / str(scored))] + ([flag] if flag else []))
+        assert cfg.test is scored
+        summary = train(cfg, progress=False)
+        assert yaml.safe_load((tmp_path / str(scored) / "config.yaml").read_text())["test"] is scored
+        assert ("test" in summary) is scored
+    resumed, _ = config_from_args(["--resume", "--out", str(tmp_path / "False"), "--steps", "3"])
+    assert resumed.test is False                                                      # a resume keeps the run's choice
+
+
+def test_a_tie_in_best_metric_is_broken_by_dev_perplexity():
+    "A tie in best_metric kept the first checkpoint with no tie-break."
+    from treepe_nb.train import _improves
+    assert _improves("exact_match", {"exact_match": 0.6, "perplexity": 2.0}, 0.6, 2.5)
+    assert not _improves("exact_match", {"exact_match": 0.6, "perplexity": 3.0}, 0.6, 2.5)
+
+
+def test_a_flat_task_options_in_your_config_file_is_refused(tmp_path):
+    "A flat task_options in a config file implied the paper preset (and flat model fields that era's settings) unsaid."
+    import subprocess, sys
+    (tmp_path / "c.yaml").write_text("task: tree-copy\ntask_options: {depth_mean: 3}\n")
+    done = subprocess.run([sys.executable, "-c", "from treepe_nb.cli import train_cli; train_cli()", "--config",
+                           str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r")], capture_output=True, text=True)
+    assert done.returncode == 2 and "task_options at the top level is the flat form of records" in done.stderr, done.stderr
+    assert not (tmp_path / "r").exists()

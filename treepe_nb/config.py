@@ -111,6 +111,7 @@ class TrainConfig:
     imports: tuple[str, ...] = ()    # your modules, imported first (the tasks and encodings they register; `import_modules`)
     tensorboard: bool = False        # also write the curves for TensorBoard into the run's tensorboard/ folder
     compile: bool = False            # compile the training step's forward with torch.compile (graphs reused across batches)
+    test: bool = False               # at the end, score best.pt on the test split (`treepe-train`: on unless --no-test)
 
     def __post_init__(self):
         self.imports = import_modules(self.imports)    # first: the settings below may name what they register
@@ -129,7 +130,7 @@ class TrainConfig:
         if self.threads is not None: check_number(self, "threads", int, 1)
         if not isinstance(self.out, str) or not self.out:
             raise ValueError(f"out must be a folder name, got {self.out!r}")
-        for name in ("stop_when_perfect", "tensorboard", "compile"):
+        for name in ("stop_when_perfect", "tensorboard", "compile", "test"):
             if not isinstance(getattr(self, name), bool): raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if isinstance(self.amp, bool): self.amp = "cuda" if self.amp else "off"   # configs of before AMP_MODES
         if self.amp not in AMP_MODES:
@@ -201,7 +202,8 @@ def _unknown_hint(key:str) -> str:
     near = difflib.get_close_matches(key, [f.name for f in fields(TrainConfig)], n=1)
     return f"{key} (did you mean {near[0]}?)" if near else key
 
-def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the flat form of before the sections
+def nested_settings(d:dict, # a configuration: `task:`/`model:` sections, or the flat form of before the sections
+                    flat:bool=True, # read the flat form (records and checkpoints); False: refuse it (a file you write)
                    ) -> dict: # `TrainConfig`'s keyword arguments (`task`, `model` as mappings)
     "The one converter of configuration mappings, nested or flat, into `TrainConfig`'s arguments."
     if not isinstance(d, dict): raise TypeError(f"a configuration must be a mapping, got {type(d).__name__}")
@@ -213,8 +215,14 @@ def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the 
         raise ValueError(f"model must be a mapping of model settings, got {model!r:.60}")
     if not (d.get("task_options") is None or isinstance(d["task_options"], dict)):
         raise ValueError(f"task_options must be a mapping, got {d['task_options']!r:.60}")
-    flat = "task_options" in d or any(k in d for k in _FLAT_MODEL)
-    if flat and (model is not None or isinstance(task, dict)):
+    is_flat = "task_options" in d or any(k in d for k in _FLAT_MODEL)
+    if is_flat and not flat:
+        keys = [k for k in ("task_options", *_FLAT_MODEL) if k in d]
+        raise ValueError(f"{', '.join(keys)} at the top level is the flat form of records written before the task: and "
+                         f"model: sections, read with that era's settings (a task_options mapping meant preset: paper, "
+                         f"model fields GELU and max_len 1024); write them in the sections instead, e.g. task: {{options: "
+                         f"{{...}}, preset: paper}} and model: {{d_model: 128}}")
+    if is_flat and (model is not None or isinstance(task, dict)):
         keys = [k for k in ("task_options", *_FLAT_MODEL) if k in d]
         raise ValueError(f"{', '.join(keys)} at the top level is the flat form of older configurations, which cannot be "
                          f"mixed with {'a model:' if model is not None else 'a task:'} section; move "
@@ -225,7 +233,7 @@ def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the 
     if twice: raise ValueError(f"given both at the top level and in the task: section: {', '.join(twice)}; give each once")
     for old, new in _FLAT_TASK.items():
         if old in d: task[new] = d.pop(old)
-    if flat:
+    if is_flat:
         opts = d.pop("task_options", None)
         task["preset"] = "small" if opts is None else "paper"
         task["options"] = {_RENAMED_OPTIONS.get(k, k): v for k, v in (opts or {}).items()}
@@ -237,7 +245,7 @@ def nested_settings(d:dict # a configuration: `task:`/`model:` sections, or the 
 
 # %% ../nbs/08f_config.ipynb #ad2b4a42
 RESUMABLE_CHANGES = ("steps", "eval_every", "eval_examples", "checkpoint_every", "device", "amp", "threads", "out",
-                     "patience", "min_steps", "stop_when_perfect", "tensorboard", "compile")
+                     "patience", "min_steps", "stop_when_perfect", "tensorboard", "compile", "test")
 
 def _flat_settings(cfg:TrainConfig) -> dict:
     "Every setting as `section.field: value` (the task's and the model's prefixed)."

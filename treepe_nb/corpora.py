@@ -14,14 +14,14 @@ import numpy as np
 from .trees import Tree, content_key
 from .readers import stdlib_sources
 from .yaml_reader import NodeKind, read_yaml, SkippedDocument
-from .generators import seeded_sample, task_rng
+from .generators import seeded_sample, split_shares, task_rng
 from .tracking import BINARY_PATTERNS, ArityVocab
 from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
 __all__ = ['YAML_SAMPLE', 'K8S_CORPUS', 'YAML_SOURCES', 'YAML_TARGETS', 'NODE_KINDS', 'SPLIT_BY', 'docstring_tokens',
            'docstring_functions', 'ast_leaf_classes', 'yaml_trees', 'fetch_yaml_corpus', 'yaml_corpus',
-           'sample_yaml_corpus', 'docstring2ast_task', 'yaml_key_nodes', 'yaml_targets', 'yaml_example',
+           'sample_yaml_corpus', 'docstring2ast_task', 'yaml_key_nodes', 'yaml_targets', 'yaml_example', 'mask_keys',
            'yaml_keys_task', 'k8s_keys_task']
 
 # %% ../nbs/08b_corpora.ipynb #5e8e36c7
@@ -344,6 +344,17 @@ def _doc_key(d) -> tuple:
     "A document as the model reads it (labels, shape, node kinds): equal keys, identical inputs."
     return content_key(d["tree"]), tuple(d["kinds"].tolist())
 
+def mask_keys(kinds:np.ndarray, # a document's `NodeKind` per node (root first), with at least one key
+              rng:np.random.Generator, # the stream the masks are drawn from (the task's: `task_rng(seed, "yaml-keys-mask", split)`)
+              mask_prob:float=0.15, # the share of keys masked
+             ) -> np.ndarray: # bool per node: the keys to mask
+    "The keys a `yaml-keys` example masks, drawn as the task draws them: each key with probability `mask_prob`, at least one."
+    keys = yaml_key_nodes(kinds)
+    if not keys.any(): raise ValueError("mask_keys: the document has no key to mask")
+    mask = keys & (rng.random(len(kinds)) < mask_prob)
+    if not mask.any(): mask[rng.choice(np.flatnonzero(keys))] = True       # at least one masked key
+    return mask
+
 def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`tasks.register_task`)
                    corpus:str|Path|None=None, # a folder of YAML files (None: `YAML_SAMPLE`)
                    target:str="bigram", # "bigram" or "trigram" (`yaml_targets`)
@@ -366,7 +377,7 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
         )
     docs, report = yaml_corpus(root, max_example_nodes)
     units = _split_units(docs, split_by)
-    frac = np.cumsum(sizes) / sum(sizes)
+    frac = np.cumsum(split_shares(sizes))                          # sizes=None: all of it, 80 / 10 / 10
     rows = [[], [], []]
     for d in docs:                                                  # split by file: one file, one split
         u = int.from_bytes(hashlib.sha256(units[d["file"]].encode()).digest()[:8], "big") / 2 ** 64
@@ -381,7 +392,7 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
         if k:                                                       # disjoint: no dev/test document equals a train one
             before, rows[k] = len(rows[k]), [d for d in rows[k] if _doc_key(d) not in train]
             removed[("dev", "test")[k - 1]] = before - len(rows[k])
-        rows[k] = seeded_sample(rows[k], sizes[k], seed, "yaml-keys", k)
+        rows[k] = seeded_sample(rows[k], sizes and sizes[k], seed, "yaml-keys", k)
         if not k: train = {_doc_key(d) for d in rows[0]}
     tok_counts, tgt_counts = Counter(), Counter()
     for d in rows[0]:
@@ -397,10 +408,7 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
         examples = []
         for d in split:
             t, kinds = d["tree"], d["kinds"]
-            keys = yaml_key_nodes(kinds)
-            mask = keys & (rng.random(len(t)) < mask_prob)
-            if not mask.any(): mask[rng.choice(np.flatnonzero(keys))] = True       # at least one masked key
-            examples.append(yaml_example(t, kinds, mask, src_vocab, tgt_vocab, target, node_kinds,
+            examples.append(yaml_example(t, kinds, mask_keys(kinds, rng, mask_prob), src_vocab, tgt_vocab, target, node_kinds,
                                          dict(file=d["file"], doc=d["doc"])))
         splits.append(examples)
     n = max(int(e.src.slot.max()) + 1 for s in splits for e in s if len(e.src) > 1)

@@ -12,8 +12,8 @@ from scipy import stats
 
 # %% auto #0
 __all__ = ['VERDICTS', 'code_version', 'results_dir', 'bootstrap_statistic', 'bootstrap_mean', 'seed_interval', 'resolve',
-           'paired_evidence', 'spearman', 'rank_agreement', 'pooled_agreement', 'verdict_row', 'write_verdicts',
-           'verdicts_table']
+           'paired_evidence', 'paired_power', 'seeds_for_power', 'spearman', 'rank_agreement', 'pooled_agreement',
+           'verdict_row', 'write_verdicts', 'verdicts_table']
 
 # %% ../nbs/09d_evidence.ipynb #14ce7d34
 def _git(root:Path, *args) -> str|None:
@@ -145,6 +145,36 @@ def paired_evidence(outcomes:dict[str, Sequence[Sequence[float]]], # method: per
     t = seed_interval(per_seed, level)
     return dict(b, seed_low=t["low"], seed_high=t["high"], seed_values=per_seed,
                 verdict=resolve((b["low"], b["high"]), (t["low"], t["high"])))
+
+# %% ../nbs/09d_evidence.ipynb #c83d1783
+def paired_power(effect:float, # the true paired difference delta (e.g. +0.035: 3.5 points of exact match)
+                 seed_sd:float, # the standard deviation of per-seed differences (sigma_s, observed)
+                 seeds:int, # S, the seeds run per method
+                 example_sd:float=0.0, # per-example standard deviation of the paired difference (sigma_e)
+                 examples:int=1, # N, test examples per seed
+                 level:float=0.95, # coverage of both intervals
+                 draws:int=20_000, # simulated experiments
+                 seed:int=0, # of the simulation's generator
+                ) -> float: # the share of simulated experiments in which both intervals lie above 0
+    "The chance that `paired_evidence`'s rule resolves a true difference `effect` > 0 with `seeds` seeds (simulated)."
+    if not (isinstance(seeds, (int, np.integer)) and seeds >= 2): raise ValueError(f"seeds must be an integer >= 2 (one seed has no interval), got {seeds!r}")
+    if not (math.isfinite(effect) and math.isfinite(seed_sd) and seed_sd >= 0 and example_sd >= 0 and examples >= 1):
+        raise ValueError(f"effect must be finite and seed_sd, example_sd >= 0, examples >= 1; got {effect}, {seed_sd}, {example_sd}, {examples}")
+    _check_draws(level, draws)
+    d = np.random.default_rng(seed).normal(effect, seed_sd, (draws, seeds))
+    m, s = d.mean(1), d.std(1, ddof=1)
+    t_low = m - stats.t.ppf((1 + level) / 2, seeds - 1) * s / math.sqrt(seeds)
+    b_low = m - stats.norm.ppf((1 + level) / 2) * np.sqrt(s ** 2 * (seeds - 1) / seeds ** 2 + example_sd ** 2 / (seeds * examples))
+    return float(((t_low > 0) & (b_low > 0)).mean())
+
+def seeds_for_power(effect:float, # as `paired_power` takes them
+                    seed_sd:float,
+                    target:float=0.8, # the power wanted
+                    max_seeds:int=100, # the most seeds considered
+                    **kwargs, # example_sd, examples, level, draws, seed of `paired_power`
+                   ) -> int|None: # the smallest number of seeds with power >= target (None: not within max_seeds)
+    "The fewest seeds per method with which the both-intervals rule resolves `effect` with probability >= `target`."
+    return next((S for S in range(2, max_seeds + 1) if paired_power(effect, seed_sd, S, **kwargs) >= target), None)
 
 # %% ../nbs/09d_evidence.ipynb #6e69fecf
 def _ranks(v) -> np.ndarray:

@@ -10,9 +10,9 @@ import numpy as np
 from .trees import Tree
 
 # %% auto #0
-__all__ = ['SEQ_TARGETS', 'MAX_NODES', 'TREE_OPS', 'OPS_BASE', 'task_rng', 'seeded_sample', 'random_words', 'tree_depths',
-           'expected_tree_nodes', 'random_binary_trees', 'flat_trees', 'rotate', 'c3_step', 'tree_op',
-           'tree_ops_source']
+__all__ = ['ALL_DATA_SHARES', 'SEQ_TARGETS', 'MAX_NODES', 'TREE_OPS', 'OPS_BASE', 'task_rng', 'seeded_sample', 'split_shares',
+           'random_words', 'tree_depths', 'expected_tree_nodes', 'random_binary_trees', 'flat_trees', 'rotate',
+           'c3_step', 'tree_op', 'tree_ops_source']
 
 # %% ../nbs/08_generators.ipynb #85285329
 def task_rng(seed:int, # the user's seed
@@ -25,12 +25,20 @@ def task_rng(seed:int, # the user's seed
 
 # %% ../nbs/08_generators.ipynb #21d66ab8
 def seeded_sample(items:Sequence, # a split's items, in their order (e.g. file order)
-                  size:int, # the most items kept
+                  size:int|None, # the most items kept (None: all of them)
                   seed:int, *keys:int|str, # `task_rng`'s seed and keys (task name, split index)
                  ) -> list:
     "At most `size` of `items`, a sample drawn from `task_rng(seed, *keys)` and kept in the items' order."
-    if len(items) <= size: return list(items)
+    if size is None or len(items) <= size: return list(items)
     return [items[i] for i in np.sort(task_rng(seed, *keys).choice(len(items), size, replace=False))]
+
+ALL_DATA_SHARES = (0.8, 0.1, 0.1)   # train, dev, test: how one file is split when no sizes are given
+
+def split_shares(sizes:tuple|None # a builder's sizes (None: all of the data)
+                ) -> tuple[float, float, float]: # the proportions of train, dev and test
+    "The proportions a task that reads files splits one file in: those of `sizes`, or `ALL_DATA_SHARES` when None."
+    shares = ALL_DATA_SHARES if sizes is None else sizes
+    return tuple(s / sum(shares) for s in shares)
 
 # %% ../nbs/08_generators.ipynb #03e311a6
 SEQ_TARGETS = {"copy": lambda w: w, "reverse": lambda w: w[::-1], "repeat": lambda w: np.concatenate([w, w])}

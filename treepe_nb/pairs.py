@@ -11,7 +11,7 @@ import numpy as np
 from .trees import Tree, content_key
 from .yaml_reader import NodeKind
 from .tracking import ArityVocab
-from .generators import seeded_sample, task_rng
+from .generators import seeded_sample, split_shares, task_rng
 from .batching import Example, SeqVocab, arity_ids
 from .corpora import ast_leaf_classes
 from .for2lam import MAX_FOR_NESTING, check_for, for_nesting
@@ -300,16 +300,17 @@ def _split(seed, sizes, data, dev, test, fmts, limits):
         for p in pairs: uniq.setdefault(p[3], p)
         rows.append(list(uniq.values())); dropped.append(len(pairs) - len(uniq))
     if not dev:
-        whole, total = rows[0], sum(sizes)
+        whole = rows[0]
         perm = task_rng(seed, "pairs-split", 0).permutation(len(whole))
-        n_dev, n_test = (max(1, round(len(whole) * s / total)) for s in sizes[1:])
+        n_dev, n_test = (max(1, round(len(whole) * s)) for s in split_shares(sizes)[1:])
         if len(whole) - n_dev - n_test < 1:
             raise ValueError(f"{data} has {len(whole)} distinct pairs: too few for three splits; add pairs or give "
                              f"dev= and test= files")
         cut = [perm[n_dev + n_test:], perm[:n_dev], perm[n_dev:n_dev + n_test]]
         rows = [[whole[i] for i in sorted(c)] for c in cut]
-    return [seeded_sample(r, s, seed, "pairs", k) for k, (r, s) in enumerate(zip(rows, sizes))], reports, dropped, \
-           [max(0, len(r) - s) for r, s in zip(rows, sizes)]
+    caps = sizes or (None,) * 3                                    # None: every pair
+    return [seeded_sample(r, s, seed, "pairs", k) for k, (r, s) in enumerate(zip(rows, caps))], reports, dropped, \
+           [max(0, len(r) - (s or len(r))) for r, s in zip(rows, caps)]
 
 # %% ../nbs/08e_pairs.ipynb #bf55d259
 def _encode_targets(vocab:ArityVocab, rows:list) -> list:

@@ -308,8 +308,8 @@ def semparse_builder(dataset:str, # "geo" or "atis"
         source = SOURCES[dataset][0] if source is None else source
         entities = _own_entities(source) if entities is None else entities
         rows, unused = [], []
-        for k, s in enumerate(_SPLITS):                 # a seeded sample of at most sizes[k], in file order
-            kept = seeded_sample(splits[s], sizes[k], seed, dataset, k)
+        for k, s in enumerate(_SPLITS):                 # a seeded sample of at most sizes[k] (None: all), in file order
+            kept = seeded_sample(splits[s], sizes and sizes[k], seed, dataset, k)
             rows.append([(words, t.lcrs()) for words, t in kept]); unused.append(len(splits[s]) - len(kept))
         src_vocab = SeqVocab.from_counts(Counter(w for words, _ in rows[0] for w in words))
         tgt_vocab = ArityVocab.from_trees([t for _, t in rows[0]], n=2, unknown=BINARY_PATTERNS)

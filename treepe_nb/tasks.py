@@ -28,12 +28,14 @@ from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder, left_nested
 from .semparse import DATASETS as SEMPARSE_DATASETS, semparse_builder
 
 # %% auto #0
-__all__ = ['TASKS', 'PRESETS', 'SIDE_FORMATS', 'SOURCE_NORMALS', 'register_task', 'task_settings', 'TaskConfig', 'TaskSpec',
-           'Task', 'make_task', 'stats_table']
+__all__ = ['TASKS', 'DEFAULT_SIZES', 'PRESETS', 'SIDE_FORMATS', 'SOURCE_NORMALS', 'register_task', 'task_settings', 'TaskConfig',
+           'TaskSpec', 'Task', 'make_task', 'stats_table']
 
 # %% ../nbs/08c_tasks.ipynb #f9158676
 TASKS: dict[str, Callable] = {}                  # name -> builder(seed, sizes, order, **settings) -> dict
 _FILE_SETTINGS: dict[str, tuple] = {}            # name -> the settings that name files (made absolute by TaskConfig)
+_ALL_DATA: set[str] = set()                      # the tasks whose builder takes sizes=None as "all of the data"
+DEFAULT_SIZES = (1000, 100, 100)                 # train, dev, test examples of a task when its config gives no sizes
 
 def _builder_settings(builder:Callable) -> tuple[dict, bool]:
     "A builder's settings (keyword parameters after seed, sizes, order) and defaults; whether it takes **kwargs."
@@ -45,10 +47,12 @@ def register_task(name:str, # the task's name; a prefix `seq-` or `tree-` gives 
                   builder:Callable, # `builder(seed, sizes, order, **settings) -> dict` (see the text above)
                   replace:bool=False, # allow replacing a task registered under that name
                   files:Sequence[str]=(), # settings that name files or folders: `TaskConfig` makes them absolute paths
+                  all_data:bool=False, # the builder takes sizes=None as all of its data (else None is `DEFAULT_SIZES`)
                  ) -> Callable: # the builder
     """Add a task to `TASKS`, so that `TaskConfig` and `make_task` know it (the built-in tasks are registered so too).
     A relative path in one of its `files` settings is resolved from the working folder when its `TaskConfig` is made,
-    so a run's `config.yaml` finds the data again from any folder (`treepe-eval`, `--resume`)."""
+    so a run's `config.yaml` finds the data again from any folder (`treepe-eval`, `--resume`). A config with no sizes
+    gives the builder `None` when `all_data` (a task that reads files: all of them), else `DEFAULT_SIZES`."""
     if not isinstance(name, str) or not name.strip():
         raise TypeError(f"a task's name must be a non-empty string, got {name!r}")
     if not callable(builder): raise TypeError(f"the builder of {name!r} must be callable, got {builder!r}")
@@ -61,6 +65,7 @@ def register_task(name:str, # the task's name; a prefix `seq-` or `tree-` gives 
     if unknown := [f for f in files if f not in _builder_settings(builder)[0]]:
         raise ValueError(f"files={unknown} are not settings of {name!r}'s builder")
     TASKS[name], _FILE_SETTINGS[name] = builder, files
+    (_ALL_DATA.add if all_data else _ALL_DATA.discard)(name)
     return builder
 
 def task_settings(name:str # a registered task
@@ -198,12 +203,23 @@ def _check_setting(task:str, key:str, value, default):
     elif isinstance(default, str) and not isinstance(value, str):
         raise TypeError(f"{what} must be a string, got {value!r}")
 
+def _sizes(sizes) -> tuple[int, int, int]:
+    "`sizes` as three positive ints, else an error that says what they must be."
+    what = f"sizes must be three positive integers (train, dev, test) or None, got {sizes!r}"
+    if isinstance(sizes, np.ndarray) and sizes.ndim == 1: sizes = sizes.tolist()
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence): raise TypeError(what)
+    if len(sizes) != 3: raise ValueError(what)
+    for s in sizes:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)): raise TypeError(what)
+        if s < 1: raise ValueError(what)
+    return tuple(int(s) for s in sizes)
+
 @dataclass
 class TaskConfig:
     "Which data a run trains on: the task, the order of its trees, split sizes, seed, preset and settings."
     name: str = "tree-copy"            # one of `TASKS`
     order: str = "dfs"                 # linearisation and generation order of tree targets ("dfs" or "bfs")
-    sizes: tuple = (1000, 100, 100)    # train, dev, test examples (real tasks: at most these, in these proportions)
+    sizes: tuple|None = None           # train, dev, test examples (real tasks: at most these, in these proportions; None: 1000/100/100 of a generated task, all of a task that reads files)
     seed: int = 0                      # every random draw of the data derives from it (`task_rng`)
     preset: str = "small"              # "small": smaller trees and words (`PRESETS`); "paper": the builders' defaults
     options: dict = field(default_factory=dict)   # task settings over the preset, e.g. {"depth_mean": 7}
@@ -213,14 +229,7 @@ class TaskConfig:
         if not isinstance(self.name, str) or self.name not in TASKS:
             raise ValueError(f"unknown task {self.name!r}; known tasks: {', '.join(TASKS)}")
         check_order(self.order)
-        what = f"sizes must be three positive integers (train, dev, test), got {self.sizes!r}"
-        if isinstance(self.sizes, np.ndarray) and self.sizes.ndim == 1: self.sizes = self.sizes.tolist()
-        if isinstance(self.sizes, (str, bytes)) or not isinstance(self.sizes, Sequence): raise TypeError(what)
-        if len(self.sizes) != 3: raise ValueError(what)
-        for s in self.sizes:
-            if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)): raise TypeError(what)
-            if s < 1: raise ValueError(what)
-        self.sizes = tuple(int(s) for s in self.sizes)
+        if self.sizes is not None: self.sizes = _sizes(self.sizes)
         self.seed = _int(self.seed, "seed")
         if self.seed > 2**63 - 1: raise ValueError(f"seed must be in [0, 2**63 - 1] (torch's seeds are 64-bit), got {self.seed}")
         if not isinstance(self.preset, str) or self.preset not in PRESETS:
@@ -238,6 +247,11 @@ class TaskConfig:
             if isinstance(self.options.get(key), (str, Path)) and str(self.options[key]):
                 self.options[key] = os.path.abspath(os.path.expanduser(self.options[key]))
         if self.max_depth is not None: self.max_depth = _int(self.max_depth, "max_depth")
+
+    @property
+    def builder_sizes(self) -> tuple|None:
+        "The sizes the builder is given: `sizes`, else None for a task that reads all of its files, else `DEFAULT_SIZES`."
+        return self.sizes if self.sizes is not None else None if self.name in _ALL_DATA else DEFAULT_SIZES
 
     @property
     def family(self) -> str|None:
@@ -378,7 +392,7 @@ def make_task(config:TaskConfig|str, # a `TaskConfig`, or a task name followed b
     elif isinstance(config, str): config = _config_of_call(config, *args, **kwargs)
     else: raise TypeError(f"make_task needs a TaskConfig or a task name, got {config!r}")
     name, max_depth = config.name, config.max_depth
-    built = dict(TASKS[name](config.seed, config.sizes, config.order, **config.settings))
+    built = dict(TASKS[name](config.seed, config.builder_sizes, config.order, **config.settings))
     missing = [k for k in ("splits", "src_vocab", "tgt_vocab", "source", "target") if k not in built]
     if missing: raise ValueError(f"the builder of {name} returned no {', '.join(missing)}")
     built["info"] = dict(built.get("info", {}))
@@ -478,10 +492,10 @@ def draw(self:Task, i:int=0, # example index
 register_task("py-docstring2ast", docstring2ast_task, replace=True)   # its builder: chapter 8b
 
 # %% ../nbs/08c_tasks.ipynb #b4fb3c36
-register_task("yaml-keys", yaml_keys_task, replace=True, files=("corpus",))   # its builder: chapter 8b
+register_task("yaml-keys", yaml_keys_task, replace=True, files=("corpus",), all_data=True)   # its builder: chapter 8b
 
 from .pairs import pairs_task            # your own pairs from files (chapter 8e)
-register_task("pairs", pairs_task, replace=True, files=("data", "dev", "test"))
+register_task("pairs", pairs_task, replace=True, files=("data", "dev", "test"), all_data=True)
 
 # %% ../nbs/08c_tasks.ipynb #72de57b4
 register_task("k8s-keys", k8s_keys_task, replace=True)   # its builder: chapter 8b; its experiments: chapter 10c
@@ -491,4 +505,4 @@ for _kind in FOR2LAM_KINDS: register_task(f"for2lam-{_kind}", for2lam_builder(_k
 SOURCE_NORMALS["left-nested-seq"] = left_nested     # Chen et al.'s sources nest sequences to the left
 
 # %% ../nbs/08c_tasks.ipynb #15376cd7
-for _name in SEMPARSE_DATASETS: register_task(_name, semparse_builder(_name), replace=True, files=("data",))
+for _name in SEMPARSE_DATASETS: register_task(_name, semparse_builder(_name), replace=True, files=("data",), all_data=True)

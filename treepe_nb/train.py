@@ -193,10 +193,10 @@ def _improves(metric:str, # the run's `best_metric`
               best:float|None, # the best `metric` so far
               best_perplexity:float|None, # the dev perplexity of that best checkpoint (None: not known)
              ) -> bool:
-    """Whether an evaluation beats the best so far: a better `metric`, or, while an accuracy has stayed at 0 (where
-    ties say nothing about a model that is still learning), a lower dev perplexity."""
+    """Whether an evaluation beats the best so far: a better `metric`, or the same `metric` (a tie, at 0 or above:
+    on a small dev split exact match moves in coarse steps) with a lower dev perplexity."""
     if best is None or BEST_METRICS[metric] * (m[metric] - best) > 0: return True
-    return (metric != "perplexity" and best == 0 and m[metric] == 0 and best_perplexity is not None
+    return (metric != "perplexity" and m[metric] == best and best_perplexity is not None
             and m["perplexity"] < best_perplexity)
 
 # %% ../nbs/09_train.ipynb #b1889b94
@@ -230,7 +230,7 @@ def _stopped_early(out:Path, ck:dict, cfg:TrainConfig) -> dict|None:
 def _start_line(task:Task, model:nn.Module, cfg:TrainConfig) -> str:
     "What a run starts with: the task's splits (and what was left out), the vocabularies, the parameters, the encodings."
     dropped = dropped_examples(task.info)
-    limits = {"over max_example_nodes": f" ({task.info.get('max_example_nodes')})", "beyond sizes": f" {tuple(cfg.task.sizes)}"}
+    limits = {"over max_example_nodes": f" ({task.info.get('max_example_nodes')})", "beyond sizes": f" {cfg.task.builder_sizes}"}
     left = ", ".join(f"{v} {k}{limits.get(k, '')}" for k, v in dropped.items())
     return (f"{task.name} ({cfg.task.order}): {'/'.join(str(len(s)) for s in task.splits.values())} train/dev/test examples"
             + (f" (left out: {left}; summary.json counts them)" if left else "")
@@ -310,9 +310,10 @@ def train(cfg:TrainConfig, # the run's settings
           stop_at:int|None=None, # stop after this step, as an interruption would (the schedule still spans cfg.steps)
           overwrite:bool=False, # replace a run already in `cfg.out` (else that is an error)
           log_every:float=10.0, # seconds between progress lines on stderr when there is no progress bar (0: none)
-          test:bool=False, # at the end, score best.pt on the test split (decoding `eval_examples` of it): summary["test"]
+          test:bool|None=None, # at the end, score best.pt on the test split (decoding `eval_examples` of it): summary["test"] (None: `cfg.test`; a bool is stored in the run's config)
          ) -> dict: # the final dev metrics, the best step, why it stopped early (or None), the run folder (and the test score)
     "Train a model as `cfg` says, evaluating on dev, writing records and checkpoints into `cfg.out`."
+    if test is not None: cfg = replace(cfg, test=test)         # config.yaml records whether the test split was scored
     rank, world, device = _setup_distributed(cfg.device)
     if cfg.batch_size % world:
         raise ValueError(
@@ -456,7 +457,7 @@ def train(cfg:TrainConfig, # the run's settings
         summary = {"run": str(out), "step": step, "best_step": best_step, cfg.best_metric: best,
                    "stopped_early": early, "dev": evals[-1] if evals else None, "seconds": seconds(),
                    "dropped": dropped_examples(task.info)}
-        if rank == 0 and test and best_step is not None:            # with the task in hand: nothing is built again
+        if rank == 0 and cfg.test and best_step is not None:            # with the task in hand: nothing is built again
             model.load_state_dict(load_checkpoint(out / "best.pt")["model"])
             scored = evaluate(model, task, "test", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
                               max_output_nodes=cfg.max_output_nodes, device=device)
