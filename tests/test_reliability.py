@@ -21,12 +21,18 @@ def test_model_flags_keep_the_default_encoding(argv):
     assert config_from_args(argv)[0].model.pe == RUN_PE == "ape-tree"
 
 
-@pytest.mark.parametrize("text", ["model: {d_model: 16}\n", "model: {dropout: 0.1}\n", "d_model: 16\n",
-                                  "task: tree-copy\nmodel: {src_pe: stack}\n"])
+@pytest.mark.parametrize("text", ["model: {d_model: 16}\n", "model: {dropout: 0.1}\n", "task: tree-copy\nmodel: {src_pe: stack}\n"])
 def test_a_model_section_without_pe_keeps_the_default_encoding(tmp_path, text):
     (tmp_path / "c.yaml").write_text(text)
     assert config_from_args(["--config", str(tmp_path / "c.yaml")])[0].model.pe == RUN_PE
     assert TrainConfig.from_dict(__import__("yaml").safe_load(text)).model.pe == RUN_PE
+
+
+def test_a_flat_record_keeps_the_default_encoding_and_a_flat_file_of_yours_is_refused(tmp_path, capsys):
+    assert TrainConfig.from_dict({"d_model": 16}).model.pe == RUN_PE            # a record of before the sections
+    (tmp_path / "c.yaml").write_text("d_model: 16\n")
+    with pytest.raises(SystemExit): config_from_args(["--config", str(tmp_path / "c.yaml")])
+    assert "d_model at the top level is the flat form of records" in capsys.readouterr().err
 
 
 def test_a_mapping_or_the_pe_flag_still_choose():
@@ -402,7 +408,7 @@ def test_a_run_says_what_it_starts_with(tmp_path, capsys):
     import json
     rows = [{"source": f"(f a{i} b{i % 7})", "target": f"(g b{i % 7} a{i})"} for i in range(3000)]
     (tmp_path / "d.jsonl").write_text("\n".join(map(json.dumps, rows)))
-    cfg = TrainConfig(TaskConfig("pairs", options={"data": str(tmp_path / "d.jsonl")}),
+    cfg = TrainConfig(TaskConfig("pairs", sizes=(1000, 100, 100), options={"data": str(tmp_path / "d.jsonl")}),
                       ModelConfig(pe="stack", d_model=16, num_heads=2), steps=1, eval_examples=1, out=str(tmp_path / "r"))
     train(cfg, progress=False)
     err = capsys.readouterr().err

@@ -87,7 +87,7 @@ def test_command_line_end_to_end(tmp_path):
         assert exe, f"{cmd} is not installed (pip install -e .)"
         assert "usage: " + cmd in subprocess.run([exe, "--help"], capture_output=True, text=True, check=True).stdout
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text("task: seq-reverse\npe: rotary\nsizes: [64, 8, 8]\nsteps: 200\n")
+    cfg.write_text("task: {name: seq-reverse, sizes: [64, 8, 8]}\nmodel: {pe: rotary}\nsteps: 200\n")
     run = tmp_path / "run"
     out = subprocess.run([shutil.which("treepe-train"), "--config", str(cfg), "--steps", "4", "--d-model", "16",
                           "--task-option", "length_mean=6", "--task-option", "length_std=1", "--eval-examples", "2",

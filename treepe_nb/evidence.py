@@ -146,7 +146,7 @@ def paired_evidence(outcomes:dict[str, Sequence[Sequence[float]]], # method: per
     return dict(b, seed_low=t["low"], seed_high=t["high"], seed_values=per_seed,
                 verdict=resolve((b["low"], b["high"]), (t["low"], t["high"])))
 
-# %% ../nbs/09d_evidence.ipynb #c83d1783
+# %% ../nbs/09d_evidence.ipynb #b93c42b2
 def paired_power(effect:float, # the true paired difference delta (e.g. +0.035: 3.5 points of exact match)
                  seed_sd:float, # the standard deviation of per-seed differences (sigma_s, observed)
                  seeds:int, # S, the seeds run per method

@@ -300,10 +300,10 @@ def semparse_splits(dataset:str, # "geo" or "atis"
 
 # %% ../nbs/08g_semparse.ipynb #12b6b26e
 def semparse_builder(dataset:str, # "geo" or "atis"
-                    ) -> Callable: # `build(seed, sizes, order, data=None, entities=None, source=None) -> dict`
+                    ) -> Callable: # `build(seed, sizes, order, data=None, entities=None, source=None, keep_repeats=False) -> dict`
     "The task builder of one semantic-parsing data set (see `tasks.register_task`): question words to LCRS logical forms."
     if dataset not in DATASETS: raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
-    def build(seed, sizes, order, data:str|None=None, entities:str|None=None, source:str|None=None):
+    def build(seed, sizes, order, data:str|None=None, entities:str|None=None, source:str|None=None, keep_repeats:bool=False):
         splits, report = semparse_splits(dataset, data, entities, source)
         source = SOURCES[dataset][0] if source is None else source
         entities = _own_entities(source) if entities is None else entities
@@ -318,7 +318,7 @@ def semparse_builder(dataset:str, # "geo" or "atis"
             ids = arity_ids(tgt_vocab, [t for _, t in split], unknown="<unk>")
             out.append([Example(np.array(w, dtype=object), t, src_vocab.encode(w, unknown="unk"), i) for (w, t), i in zip(split, ids)])
         return dict(splits=out, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="sequence", target="tree", n=2,
-                    src_format="words", tgt_binary=True,
+                    src_format="words", tgt_binary=True, keep_repeats=keep_repeats,   # True: the published splits, whole
                     info=dict(report, unused=tuple(unused), entities=entities, binarisation="LCRS (n=2)", source=source,
                               source_of_data=f"{_REPOSITORY[source]} (nbs/data/semparse/SOURCE.md)", licence=_LICENCE[source]))
     return build

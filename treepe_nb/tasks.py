@@ -362,12 +362,15 @@ def _config_of_call(name, *args, **kwargs) -> TaskConfig:
 
 def _tree_depth(x) -> int: return int(x.depth.max()) if isinstance(x, Tree) else -1
 
-def _disjoint(splits:dict, info:dict) -> dict:
-    "Drop each dev/test example whose source is in an earlier split; count them in `info['duplicates_removed']`."
-    seen, removed = set(), dict(info.get("duplicates_removed", {}))
+def _disjoint(splits:dict, info:dict, keep:bool=False) -> dict:
+    """Drop each dev/test example whose source is in an earlier split; count them in `info['duplicates_removed']`.
+    `keep` (a builder's `keep_repeats`): keep them, as a published split has them, and count them in `info['repeats_kept']`."""
+    seen, removed, kept_repeats = set(), dict(info.get("duplicates_removed", {})), {}
     for split, examples in splits.items():
         keys = [content_key(e.src) for e in examples]
-        if split != "train":
+        if split != "train" and keep:
+            kept_repeats[split], removed[split] = sum(k in seen for k in keys), removed.get(split, 0)
+        elif split != "train":
             kept = [e for e, k in zip(examples, keys) if k not in seen]
             removed[split] = removed.get(split, 0) + len(examples) - len(kept)
             if examples and not kept:
@@ -377,6 +380,7 @@ def _disjoint(splits:dict, info:dict) -> dict:
             splits[split] = kept
         seen.update(keys)
     info["duplicates_removed"] = removed
+    if keep: info["repeats_kept"] = kept_repeats
     return splits
 
 def make_task(config:TaskConfig|str, # a `TaskConfig`, or a task name followed by the fields of one
@@ -396,7 +400,7 @@ def make_task(config:TaskConfig|str, # a `TaskConfig`, or a task name followed b
     missing = [k for k in ("splits", "src_vocab", "tgt_vocab", "source", "target") if k not in built]
     if missing: raise ValueError(f"the builder of {name} returned no {', '.join(missing)}")
     built["info"] = dict(built.get("info", {}))
-    splits = _disjoint(dict(zip(("train", "dev", "test"), built.pop("splits"))), built["info"])
+    splits = _disjoint(dict(zip(("train", "dev", "test"), built.pop("splits"))), built["info"], built.pop("keep_repeats", False))
     empty = [s for s, examples in splits.items() if not examples]
     if empty: raise ValueError(f"{name}: the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} empty: its "
                                f"settings give no examples (e.g. no source files, or every example over a size limit)")
