@@ -1,5 +1,5 @@
-"""Shared pytest set-up: a headless plotting backend, the `--slow` option for notebook cells, the CPU kernels built
-before any test, and the `one_thread` fixture."""
+"""Shared pytest set-up: a headless plotting backend, the `--slow` option for notebook cells, the `--quick` subset,
+the CPU kernels built before any test, and the `one_thread` fixture."""
 import os
 
 import pytest
@@ -25,6 +25,22 @@ def pytest_sessionstart(session):
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False,
                      help="also run notebook cells flagged with a test flag from settings.ini (e.g. `#| slow`)")
+    parser.addoption("--quick", action="store_true", default=False,
+                     help="only the tests that check an install (the package, the encodings, the model, the tasks and "
+                          "the README's quick start): a few minutes, where the whole suite takes a quarter of an hour or more")
+
+
+# What `--quick` keeps: one test file per layer of the library, and the README's own commands (not the notebooks, the
+# browser, the crash-and-resume drills or the fuzzing, which the full suite runs).
+QUICK = ("test_package.py", "test_trees.py", "test_sequence.py", "test_stack.py", "test_tracking.py", "test_additive.py",
+         "test_attention.py", "test_model.py", "test_tasks.py", "test_readme.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--quick"): return
+    keep = [i for i in items if i.path.name in QUICK]
+    config.hook.pytest_deselected(items=[i for i in items if i.path.name not in QUICK])
+    items[:] = keep
 
 
 @pytest.fixture

@@ -145,3 +145,13 @@ def test_a_flat_task_options_in_your_config_file_is_refused(tmp_path):
                            str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r")], capture_output=True, text=True)
     assert done.returncode == 2 and "task_options at the top level is the flat form of records" in done.stderr, done.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_the_quick_subset_names_test_files_that_exist_and_the_readme_gives_it():
+    "The README's test command gave no duration and no quick subset."
+    from pathlib import Path
+    import conftest
+    here = Path(__file__).parent
+    assert conftest.QUICK and all((here / f).is_file() for f in conftest.QUICK), conftest.QUICK
+    readme = (here.parent / "README.md").read_text()
+    assert "python -m pytest tests --quick" in readme and "minutes" in readme.split("## Develop")[1]
