@@ -70,7 +70,8 @@ def test_the_sidebar_groups_the_chapters_by_part():
     trees = docs._toctrees(nbs, names)
     captions = re.findall(r":caption: (.*)", trees)
     assert captions == list(dict.fromkeys(docs.part(p) for p in nbs)) and "More" not in captions, captions
-    assert captions[:3] == ["Sequences", "Trees and positions", "Tree encodings"] and captions[-1] == "Development"
+    assert captions[:3] == ["Sequences", "Trees and positions", "Tree encodings"] and captions[-2:] == ["Development", "Guide"]
     listed = [l for l in trees.splitlines() if l and not l.startswith(("```", ":"))]
     assert listed == names
     assert docs.part(next(p for p in nbs if p.stem == "06a_own_transformer")) == "Models"
+    assert docs.part(next(p for p in nbs if p.stem == "13_which_encoding")) == "Guide"

@@ -344,7 +344,7 @@ def write_readme(root: Path = ROOT) -> bool:
 
 PARTS = {0: "Sequences", 1: "Trees and positions", 2: "Tree encodings", 3: "Tree encodings", 4: "Tree encodings",
          5: "Tree encodings", 6: "Models", 7: "Models", 8: "Data", 9: "Training and use", 10: "Experiments",
-         11: "Performance", 12: "Development"}   # a chapter's number -> its part of the sidebar
+         11: "Performance", 12: "Development", 13: "Guide"}   # a chapter's number -> its part of the sidebar
 
 
 def part(nb_path: Path) -> str:
