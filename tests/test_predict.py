@@ -115,17 +115,17 @@ def test_readme_predict_and_pairs_commands_work(tmp_path):
 
 
 def test_predict_cli_reads_for_programs(tmp_path):
-    "A For2Lam run asked from the command line in For's own syntax: one output line per input line, errors with their line."
+    "A For2Lam run asked from the command line in For's own syntax: one output line per program (blank lines between), errors with their line."
     torch.set_num_threads(1)
     run = tmp_path / "f2l"
     train(TrainConfig(TaskConfig("for2lam-short", sizes=(32, 4, 4)), ModelConfig(pe="stack", d_model=16, num_heads=2,
                       enc_layers=1, dec_layers=1), steps=4, eval_every=0, out=str(run)), progress=False)
-    (tmp_path / "in.txt").write_text("x = 1; for y = 0; y < 3; y = y + 1 do x = x + y endfor\nx = 2\n")
+    (tmp_path / "in.txt").write_text("x = 1; for y = 0; y < 3; y = y + 1 do x = x + y endfor\n\nx = 2\n")
     cli = [sys.executable, "-c", "from treepe_nb.predict import predict_cli; predict_cli()", str(run)]
     r = subprocess.run([*cli, str(tmp_path / "in.txt"), "--format", "for"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.splitlines()) == 2
-    (tmp_path / "bad.txt").write_text("x = 1\nx = 1 +\n")
+    (tmp_path / "bad.txt").write_text("x = 1\n\nx = 1 +\n")
     r = subprocess.run([*cli, str(tmp_path / "bad.txt"), "--format", "for"], capture_output=True, text=True)
-    assert r.returncode != 0 and "line 2" in r.stderr and "expected a number, a variable or '('" in r.stderr
+    assert r.returncode != 0 and "bad.txt, line 3, column 8" in r.stderr and "expected a number, a variable or '('" in r.stderr

@@ -46,6 +46,7 @@ _OPTION_KINDS = {"bool": dict(action=argparse.BooleanOptionalAction), "int": dic
                  "str": dict(type=str), "int|None": dict(type=_optional(int)), "float|None": dict(type=_optional(float)),
                  "str|None": dict(type=str), "bool|None": dict(type=_boolean, metavar="{true,false,none}"),
                  "tuple": dict(nargs=3, type=int, metavar=("TRAIN", "DEV", "TEST")),
+                 "tuple|None": dict(nargs=3, type=int, metavar=("TRAIN", "DEV", "TEST")),
                  "dict": dict(action="append", metavar="KEY=VALUE", type=str),
                  "tuple[str,...]": dict(action="append", metavar="MODULE", type=str)}
 
@@ -79,8 +80,6 @@ def _train_parser() -> argparse.ArgumentParser:
                    "settings of its config.yaml (options that would change the model or the data are refused)")
     p.add_argument("--overwrite", action="store_true", help="replace a run that --out already holds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--no-test", action="store_true", help="do not evaluate best.pt on the test split at the end (it "
-                   "decodes as many test examples as --eval-examples; the result goes to eval_test.json)")
     p.add_argument("--version", action="version", version=f"%(prog)s (treepe_nb {__version__})")
     choices = _choices()
     for section, cls, base in _sections():
@@ -151,9 +150,11 @@ def config_from_args(argv:Sequence[str]|None=None # command-line arguments (defa
             stored = Path(getattr(args, "out", TrainConfig().out)) / "config.yaml"
             if not stored.is_file(): p.error(f"--resume: no run to continue in {stored.parent} (no config.yaml)")
             values = TrainConfig.from_dict(_read_config(p, stored), str(stored)).to_dict()
-        else: values = nested_settings(_read_config(p, args.config)) if args.config else {"task": {}}
+        else:
+            values = nested_settings(_read_config(p, args.config), flat=False) if args.config else {"task": {}}
+            values.setdefault("test", True)            # treepe-train scores the test split unless --no-test (or test: false)
         for dest, v in vars(args).items():
-            if dest in ("config", "resume", "overwrite", "no_progress", "no_test"): continue   # not settings of the run
+            if dest in ("config", "resume", "overwrite", "no_progress"): continue   # not settings of the run
             section, _, name = dest.rpartition(".")
             if section:
                 target = values.setdefault(section, {})
@@ -182,6 +183,69 @@ def int_at_least(low:int # the smallest value allowed
     return parse
 
 # %% ../nbs/09b_cli.ipynb #b7d3cbab
+import hashlib
+from collections import Counter
+from .batching import TaskDataset
+from .corpora import mask_keys, yaml_example, yaml_key_nodes, yaml_trees
+from .generators import task_rng
+from .tasks import Task
+
+def _manifest_files(data:Sequence) -> list[Path]:
+    "The YAML files of `data`: files as given, and every `*.yaml` / `*.yml` under a folder, in path order."
+    files = []
+    for d in data:
+        d = Path(d)
+        if d.is_dir():
+            found = sorted(f for f in d.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
+            if not found: raise ValueError(f"{d}: a folder with no .yaml or .yml file")
+            files += found
+        elif d.is_file(): files.append(d)
+        else: raise ValueError(f"no file or folder at {d}")
+    return files
+
+def _manifest_task(loaded:Run, data:Sequence) -> tuple[Task, dict]:
+    """The documents of `data` as a test split of the run's masked-key task, masked as the task masks its test split
+    (`mask_keys`, from the stream `task_rng(seed, "yaml-keys-mask", 2)`, one document after the other), and the counts
+    of what was left out."""
+    v, cfg = loaded.vocab, loaded.config.task
+    info = v.get("info", {})
+    if v["target"] != "labels" or "target" not in info:
+        raise ValueError(f"--data scores YAML manifests for a yaml-keys or k8s-keys run; this run is {v['name']}: score "
+                         f"its own splits with --split")
+    rng, examples, left = task_rng(cfg.seed, "yaml-keys-mask", 2), [], Counter()
+    unknown, tokens = 0, 0
+    for f in _manifest_files(data):
+        try: docs = yaml_trees(f.read_bytes(), info["max_example_nodes"])
+        except ValueError as e: raise ValueError(f"{f}: {e}") from None
+        for d in docs:
+            if d is None: left["over max_example_nodes"] += 1; continue
+            t, kinds = d
+            if int(t.depth.max()) > v["max_depth"] or len(t) > 1 and int(t.slot.max()) >= v["n"]:
+                left["deeper or wider than the run's trees"] += 1; continue
+            if not yaml_key_nodes(kinds).any(): left["without a key"] += 1; continue
+            mask = mask_keys(kinds, rng, info["mask_prob"])
+            examples.append(yaml_example(t, kinds, mask, v["src_vocab"], v["tgt_vocab"], info["target"],
+                                         info.get("node_kinds", "unmasked"), dict(file=str(f))))
+            seen = [l for l, m in zip(t.labels, mask) if not m]
+            unknown, tokens = unknown + sum(l not in v["src_vocab"] for l in seen), tokens + len(seen)
+    if not examples:
+        raise ValueError(f"no document of {', '.join(map(str, data))} has a key to mask" +
+                         (f" ({', '.join(f'{n} {why}' for why, n in left.items())})" if left else ""))
+    task = Task(v["name"], TaskDataset([]), TaskDataset([]), TaskDataset(examples, "data"), v["src_vocab"], v["tgt_vocab"],
+                v["source"], v["target"], v["src_order"], v["tgt_order"], v["n"], v["max_depth"], info)
+    unk = v["tgt_vocab"].unk
+    return task, {"data": [str(d) for d in data], "documents": len(examples),
+                  "masked_keys": sum(int((e.tgt_ids != -100).sum()) for e in examples),
+                  "unk_targets": sum(int((e.tgt_ids == unk).sum()) for e in examples),
+                  "unknown_source_tokens": unknown, "source_tokens": tokens, "left_out": dict(left),
+                  "masking": {"seed": cfg.seed, "mask_prob": info["mask_prob"], "stream": "the test split's"}}
+
+def _data_name(data:Sequence) -> str:
+    "The part of `eval_data_NAME.json` that names the data: the names of its files and folders (shortened, with a hash)."
+    name = "+".join(re.sub(r"[^A-Za-z0-9._-]+", "_", Path(d).stem or "data") for d in data)
+    if len(name) <= 60: return name
+    return name[:50] + "_" + hashlib.sha1("\0".join(str(Path(d).resolve()) for d in data).encode()).hexdigest()[:8]
+
 def evaluate_run(run:str|Path, # a run folder written by `treepe-train`
                  split:str="test", # the split to evaluate: train, dev or test
                  checkpoint:str="best", # which checkpoint: best or last
@@ -190,8 +254,18 @@ def evaluate_run(run:str|Path, # a run folder written by `treepe-train`
                  beam:int|None=None, # beam width (None: greedy)
                  device:str="auto", # cpu, cuda, cuda:N or auto
                  progress:bool=False, # a progress bar while decoding
+                 data:Sequence[str|Path]|None=None, # YAML files or folders to score instead of a split (a masked-key run)
                 ) -> dict: # the run, split, checkpoint and step, then `evaluate`'s metrics (also in `eval_SPLIT.json`)
-    "Evaluate a run folder's checkpoint on a split with the checkpoint's own settings; writes `RUN/eval_SPLIT.json`."
+    """Evaluate a run folder's checkpoint on a split with the checkpoint's own settings; writes `RUN/eval_SPLIT.json`.
+    With `data`, a `yaml-keys` / `k8s-keys` run scores those manifests instead, masked as its task masks; writes
+    `RUN/eval_data_NAME.json`."""
+    if data is not None:
+        if isinstance(data, (str, Path)): data = [data]
+        if not data: raise ValueError("data: give at least one YAML file or folder")
+        loaded = Run(run, checkpoint, device)                 # the task is not rebuilt: the run's vocabularies suffice
+        task, counts = _manifest_task(loaded, data)
+        m = evaluate(loaded.model, task, "test", batch_size, progress=progress)
+        return eval_record(run, f"data_{_data_name(data)}", checkpoint, loaded.step, {**m, **counts}, beam)
     loaded = Run(run, checkpoint, device, data=True)
     m = evaluate(loaded.model, loaded.task, split, batch_size, eval_examples, beam, loaded.config.max_output_nodes,
                  progress=progress)
@@ -225,8 +299,7 @@ def train_cli(argv:Sequence[str]|None=None):
     cfg = None
     try:
         cfg, args = config_from_args(argv)
-        summary = train(cfg, resume=args.resume, progress=False if args.no_progress else None, overwrite=args.overwrite,
-                        test=not args.no_test)
+        summary = train(cfg, resume=args.resume, progress=False if args.no_progress else None, overwrite=args.overwrite)
     except KeyboardInterrupt as e:
         for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)   # leaving: a further signal waits
         if not isinstance(e, Interrupted):              # (train said where it stopped and how to go on)
@@ -239,7 +312,7 @@ def train_cli(argv:Sequence[str]|None=None):
         where = e.filename or (cfg.out if cfg is not None else "the run folder")
         command_error("treepe-train", f"{where}: {e.strerror or e}" if e.filename else f"{e.strerror or e}")
     if int(os.environ.get("RANK", "0")) != 0: return
-    if (t := summary.get("test")) is not None and not args.no_test:          # best.pt's test score, scored by train
+    if (t := summary.get("test")) is not None and cfg.test:                  # best.pt's test score, scored by train
         em = "none decoded" if t["exact_match"] is None else f"{t['exact_match']:.3f} of {t['decoded']} decoded"
         print(f"test (best.pt, step {t['step']}): perplexity {t['perplexity']:.3f}, token accuracy "
               f"{t['token_accuracy']:.3f}, exact match {em}", file=sys.stderr)
@@ -247,11 +320,14 @@ def train_cli(argv:Sequence[str]|None=None):
     if (advice := run_advice(cfg.out)) is not None: print(f"treepe-train: {advice}", file=sys.stderr)
 
 def eval_cli(argv:Sequence[str]|None=None):
-    "`treepe-eval RUN`: evaluate a run folder's checkpoint on a split; prints and writes `eval_SPLIT.json`."
+    "`treepe-eval RUN`: evaluate a run folder's checkpoint on a split, or on your manifests (`--data`); prints and writes `eval_SPLIT.json`."
     p = argparse.ArgumentParser(prog="treepe-eval", description="Evaluate a trained run: teacher-forced perplexity, "
                                 "token accuracy and exact match of decoded outputs.")
     p.add_argument("run", help="a run folder written by treepe-train")
-    p.add_argument("--split", default="test", choices=["train", "dev", "test"], help="the split to evaluate (default: test)")
+    p.add_argument("--split", default=None, choices=["train", "dev", "test"], help="the split to evaluate (default: test)")
+    p.add_argument("--data", nargs="+", default=None, metavar="FILE_OR_FOLDER", help="for a yaml-keys or k8s-keys run: "
+                   "score these YAML files (and the .yaml / .yml files under these folders) instead of a split, masked "
+                   "as the task masks its test split; written to eval_data_NAME.json, NAME from the files' names")
     p.add_argument("--checkpoint", default="best", choices=["best", "last"],
                    help="which checkpoint of the run (default: best; last for a run stopped before its first evaluation)")
     p.add_argument("--beam", type=int_at_least(1), default=None, help="beam width (default: greedy)")
@@ -262,9 +338,10 @@ def eval_cli(argv:Sequence[str]|None=None):
                    help="a module of yours to import first (repeatable); a run that needs one says which: a run folder "
                    "imports nothing by itself")
     args = p.parse_args(argv)
+    if args.data and args.split: p.error("--data scores your files instead of a split: --split cannot be given with it")
     try: import_modules(args.imports)
     except ValueError as e: command_error("treepe-eval", e)
-    try: result = evaluate_run(args.run, args.split, args.checkpoint, args.batch_size, args.eval_examples or None,
-                               args.beam, args.device, progress=sys.stderr.isatty())
+    try: result = evaluate_run(args.run, args.split or "test", args.checkpoint, args.batch_size, args.eval_examples or None,
+                               args.beam, args.device, progress=sys.stderr.isatty(), data=args.data)
     except (ValueError, FileNotFoundError, RuntimeError) as e: command_error("treepe-eval", e)
     print(json.dumps(result, indent=1))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09c_predict.ipynb #0ecb8187
 from __future__ import annotations
-import argparse, json, os, sys
+import argparse, json, os, re, sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,14 +14,16 @@ import torch
 import yaml
 from .trees import Tree, batch_positions
 from .cli import command_error, int_at_least
-from .corpora import docstring_tokens
+from .corpora import docstring_tokens, yaml_example, yaml_key_nodes, yaml_targets, yaml_trees
+from .batching import Collator
 from .runs import Run
 from .config import import_modules
-from .pairs import FORMATS, read_input, read_lines, to_python
+from .pairs import FORMATS, MAX_INPUT_NODES, parse_for, read_input, read_lines, to_python
+from .yaml_reader import link_path, read_yaml
 from .tasks import SOURCE_NORMALS
 
 # %% auto #0
-__all__ = ['load_run', 'Prediction', 'predict', 'predict_cli']
+__all__ = ['load_run', 'Prediction', 'predict', 'input_blocks', 'read_for_at', 'predict_cli', 'suggest_keys']
 
 # %% ../nbs/09c_predict.ipynb #3ff86125
 def load_run(folder:str|Path, # a run folder written by `train`
@@ -59,7 +61,8 @@ def _source(run:Run, x, format:str|None, k:int):
     "One input as (tree or None, token list) in the form the task's sources have."
     spec = run.vocab["spec"]
     fmt = format or spec.src_format
-    if fmt == "words" and isinstance(x, str): x = docstring_tokens(x)      # a docstring line, cut as the task cuts it
+    if isinstance(x, Tree): pass                                         # read already (treepe-predict's For programs)
+    elif fmt == "words" and isinstance(x, str): x = docstring_tokens(x)    # a docstring line, cut as the task cuts it
     else:
         try: x = read_input(x, "tokens" if fmt == "words" else fmt)
         except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{k}: {e}") from None
@@ -116,7 +119,7 @@ def _prediction(run:Run, hypotheses:list, nbest:int, unknown:int=0, what:str="th
 
 @torch.no_grad()
 def predict(run:Run, # from `load_run`
-            inputs:Sequence, # sources: text in `format`, parsed JSON values, or token lists
+            inputs:Sequence, # sources: text in `format`, parsed JSON values, token lists, or `Tree`s read already
             format:str|None=None, # one of `pairs.FORMATS` (None: the run's own, see above)
             unknown:str|None=None, # "raise" or "unk" (None: "unk" if the task mapped rare tokens to <unk>)
             beam:int|None=None, # beam width (None: greedy)
@@ -130,7 +133,8 @@ def predict(run:Run, # from `load_run`
     v = run.vocab
     if isinstance(inputs, (str, bytes)):
         raise TypeError(f"inputs must be a list of sources, got one {type(inputs).__name__}: write [{str(inputs)[:30]!r}] for one input")
-    if v["target"] == "labels": raise ValueError(f"predict decodes trees and sequences; {v['name']} labels tokens")
+    if v["target"] == "labels":
+        raise ValueError(f"predict decodes trees and sequences; a {v['name']} run labels masked keys: use suggest_keys")
     if format is not None and format not in FORMATS: raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     if unknown is None: unknown = "unk" if v.get("info", {}).get("min_count", 1) > 1 else "raise"
     if unknown not in ("raise", "unk"): raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
@@ -171,23 +175,63 @@ def predict(run:Run, # from `load_run`
                 _prediction(run, next(decoded), nbest, missing[k], names[k], errors, max_output_nodes) for k in chunk]
     return out
 
+# %% ../nbs/09c_predict.ipynb #2aab7624
+_AT = re.compile(r"\bline (\d+), column (\d+)")       # a position as chapter 8e's readers write it
+
+def input_blocks(lines:Sequence[str], # the lines of a file (`read_lines`)
+                 whole_file:bool=False, # all of it as one input, blank lines and all
+                ) -> list[tuple[int, int, str]]: # (first line, last line, text) per input; lines are numbered from 1
+    "The inputs of a file whose inputs span lines: each run of non-blank lines, or the whole file from its first non-blank line to its last."
+    filled = [n for n, line in enumerate(lines, 1) if line.strip()]
+    if whole_file: return [(filled[0], filled[-1], "\n".join(lines[filled[0] - 1:filled[-1]]))] if filled else []
+    out, block = [], []
+    for n in filled:
+        if block and n != block[-1] + 1: out.append(block); block = []
+        block.append(n)
+    if block: out.append(block)
+    return [(b[0], b[-1], "\n".join(lines[b[0] - 1:b[-1]])) for b in out]
+
+def read_for_at(text:str, # one For program, as written in a file
+                first_line:int=1, # the line of the file that `text` starts at
+                where:str="the program", # what an error names first: the file
+               ) -> Tree:
+    "`parse_for` of a program that starts at line `first_line` of a file; an error reads `WHERE, line L, column C: ...` with the file's own line."
+    try: return parse_for(text)
+    except ValueError as e: msg = _AT.sub(lambda m: f"line {int(m[1]) + first_line - 1}, column {m[2]}", str(e))
+    lines = text.rstrip().split("\n")
+    last = first_line + len(lines) - 1
+    end = "at the end of the program: "
+    if msg.startswith(end): msg = f"line {last}, column {len(lines[-1]) + 1}: {msg[len(end):]}"   # just after its last character
+    at = _AT.search(msg)
+    if at is None: raise ValueError(f"{where}, lines {first_line}-{last}: {msg}") from None
+    if at.start() == 0: msg = msg[at.end() + 2:]                              # "line L, column C: " said once
+    raise ValueError(f"{where}, {at[0]}: {msg}") from None
+
 # %% ../nbs/09c_predict.ipynb #7b9b14a7
 def predict_cli(argv:Sequence[str]|None=None):
-    "`treepe-predict RUN [FILE|-]`: one output per input line (see `--help`)."
+    "`treepe-predict RUN [FILE|-]`: one output per input line, per For program, or per key written `?` of a manifest (see `--help`)."
     p = argparse.ArgumentParser(prog="treepe-predict", description="Decode your own inputs with a run trained by "
-                                "treepe-train: one input per line in, one output per line out.")
+                                "treepe-train: one input per line in, one output per line out. For programs (--format for) "
+                                "may span lines: one program per block of lines, blocks separated by a blank line, one "
+                                "output line per program. A yaml-keys or k8s-keys run reads a YAML file and suggests keys "
+                                "for each key written ? (e.g. '?: 3'), one line per ? key.")
     p.add_argument("run", help="a run folder written by treepe-train")
-    p.add_argument("file", nargs="?", default="-", help="a file with one input per line (default -: standard input)")
+    p.add_argument("file", nargs="?", default="-", help="a file with one input per line, For programs separated by blank "
+                   "lines, or a YAML manifest for a yaml-keys or k8s-keys run (default -: standard input)")
     p.add_argument("--format", choices=FORMATS, default=None, help="the format of the inputs (default: the run's own)")
     p.add_argument("--field", default=None, help="read each line as JSON and take this field (e.g. source)")
+    p.add_argument("--whole-file", action="store_true", help="read the whole file as one input (a For program with blank "
+                   "lines in it, Python source over several lines, ...): one output")
     p.add_argument("--jsonl", action="store_true", help="write each output as a JSON line {line, input, output, score} (the "
-                   "input's line number, its score: log-probability per token)")
+                   "input's line number, and last_line for an input over several lines; its score: log-probability per "
+                   "token); for a yaml-keys or k8s-keys run, {file, document, line, column, path, suggestions, ...}")
     p.add_argument("--unknown", choices=["raise", "unk"], default=None,
                    help="a token outside the vocabulary: an error, or <unk> (default: <unk> where training used it)")
     p.add_argument("--checkpoint", choices=["auto", "best", "last"], default="auto", help="which checkpoint (default: auto)")
     p.add_argument("--beam", type=int_at_least(1), default=None, help="beam width (default: greedy)")
-    p.add_argument("--nbest", type=int_at_least(1), default=1, help="with --jsonl and --beam W: the best K <= W "
-                   "hypotheses of each input, with their scores, in an nbest field (default: 1)")
+    p.add_argument("--nbest", type=int_at_least(1), default=None, help="with --jsonl and --beam W: the best K <= W "
+                   "hypotheses of each input, with their scores, in an nbest field (default: 1); for a yaml-keys or "
+                   "k8s-keys run: the K best keys of each ? key (default: 5)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="a module of yours to import first (repeatable); a run that needs one says which: a run folder "
@@ -195,41 +239,197 @@ def predict_cli(argv:Sequence[str]|None=None):
     p.add_argument("--skip-errors", action="store_true", help="an input that cannot be read gets an empty output line "
                    "and a message naming its line on stderr (default: the first such input stops the command)")
     args = p.parse_intermixed_args(argv)          # options before or after the file alike
-    errors = "skip" if args.skip_errors else "raise"
-    if args.nbest > 1 and not args.jsonl: p.error("--nbest writes several outputs per input: give --jsonl too")
+    errors, where = "skip" if args.skip_errors else "raise", "standard input" if args.file == "-" else args.file
+    if args.whole_file and args.field: p.error("--whole-file reads the file as one input: --field cannot be given with it")
     try:
         import_modules(args.imports)
         run = load_run(args.run, args.checkpoint, args.device)
-        lines, inputs, names, unread = read_lines(args.file), [], [], {}
-        for n, line in enumerate(lines, 1):
-            if not line.strip(): continue                   # a blank line has nothing to decode: its output is blank
-            name = f"{'standard input' if args.file == '-' else args.file}, line {n}"
-            try: x = json.loads(line)[args.field] if args.field else line
-            except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
-                unread[n] = f"{name}: not a JSON object with the field {args.field!r}"
-                if errors == "raise": raise ValueError(unread[n]) from None
-                continue
-            inputs.append(x)
-            names.append(name)
-        preds = iter(predict(run, inputs, args.format, args.unknown, args.beam, names=names, errors=errors, nbest=args.nbest))
+        if run.vocab["target"] == "labels": return _suggest_cli(run, args, where, errors)
+        if (args.nbest or 1) > 1 and not args.jsonl: p.error("--nbest writes several outputs per input: give --jsonl too")
+        rows, fmt = [], args.format or run.spec.src_format
+        if args.whole_file or fmt == "for" and not args.field:     # inputs over several lines: one output per input
+            for a, b, text in input_blocks(read_lines(args.file), args.whole_file):
+                row = dict(fields={"line": a, "last_line": b}, shown=text, x=text, bad=None,
+                           name=f"{where}, line {a}" if a == b else f"{where}, lines {a}-{b}")
+                if fmt == "for":
+                    try: row["x"] = read_for_at(text, a, where)               # its errors: the file's own line and column
+                    except ValueError as e:
+                        run_on = not args.whole_file and b > a and "expected ';' or the end of the program" in str(e)
+                        row["bad"] = str(e) + (" (programs are separated by a blank line)" if run_on else "")
+                rows.append(row)
+        else:                                                  # one input per line, a blank output line for a blank line
+            for n, line in enumerate(read_lines(args.file), 1):
+                row = dict(fields={"line": n}, shown=line, x=line, bad=None, name=f"{where}, line {n}", blank=not line.strip())
+                if args.field and not row["blank"]:
+                    try: row["x"] = row["shown"] = json.loads(line)[args.field]
+                    except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
+                        row["bad"], row["shown"] = f"{row['name']}: not a JSON object with the field {args.field!r}", line
+                rows.append(row)
+        if errors == "raise" and (bad := next((r["bad"] for r in rows if r["bad"]), None)): raise ValueError(bad)
+        todo = [r for r in rows if not r.get("blank") and not r["bad"]]
+        preds = iter(predict(run, [r["x"] for r in todo], args.format, args.unknown, args.beam, names=[r["name"] for r in todo],
+                             errors=errors, nbest=args.nbest or 1))
     except (ValueError, FileNotFoundError, TypeError) as e:
         command_error("treepe-predict", e)
-    given, unknown = iter(inputs), Counter()
+    unknown = Counter()
     try:                                                    # a full disk, /dev/full: one line, not a traceback
-        for n, line in enumerate(lines, 1):                     # one output line per input line, blank for blank
-            if n in unread: x, pr = line, Prediction(None, None, unread[n])
-            elif line.strip(): x, pr = next(given), next(preds)
-            else: x, pr = "", Prediction(None, None)
+        for r in rows:                                          # one output line per input (per input line: blank for blank)
+            pr = Prediction(None, None) if r.get("blank") else Prediction(None, None, r["bad"]) if r["bad"] else next(preds)
             if pr.error: print(f"treepe-predict: {'skipped' if pr.output is None else 'no text'}: {pr.error}", file=sys.stderr)
             if pr.unknown: unknown.update(tokens=pr.unknown, inputs=1)
             if not args.jsonl: print((pr.text or "").replace("\n", "\\n"))
-            else: print(json.dumps({"line": n, "input": x, "output": pr.text, "score": pr.score,
-                                    **({"error": pr.error} if pr.error else {}), **({"unknown": pr.unknown} if pr.unknown else {}),
-                                    **({"nbest": [{"output": t, "score": v} for t, v in pr.nbest]} if args.nbest > 1 else {})}))
+            else: print(json.dumps({**r["fields"], "input": "" if r.get("blank") else r["shown"], "output": pr.text,
+                                    "score": pr.score, **({"error": pr.error} if pr.error else {}),
+                                    **({"unknown": pr.unknown} if pr.unknown else {}),
+                                    **({"nbest": [{"output": t, "score": v} for t, v in pr.nbest]} if (args.nbest or 1) > 1 else {})}))
         sys.stdout.flush()
     except OSError as e:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # what is still buffered goes nowhere at exit
         command_error("treepe-predict", f"cannot write the output: {e.strerror or e}")
-    if unknown:                                             # said once, at the end: how much of the input the model did not know
-        print(f"treepe-predict: {unknown['tokens']} token(s) of {unknown['inputs']} input(s) are not in the run's vocabulary "
-              f"and were read as <unk> (--unknown raise refuses them)", file=sys.stderr)
+    _said_unknown(unknown, "input")
+
+def _said_unknown(unknown:Counter, what:str):
+    "Said once, at the end: how much of the input the model did not know."
+    if unknown: print(f"treepe-predict: {unknown['tokens']} token(s) of {unknown[what + 's']} {what}(s) are not in the run's "
+                      f"vocabulary and were read as <unk> (--unknown raise refuses them)", file=sys.stderr)
+
+# %% ../nbs/09c_predict.ipynb #803822bc
+_MARKER = re.compile(r"\?\d*")   # a key to suggest, as a user marks it: `?`, or `?1`, `?2`, ... for several in one mapping
+
+def _manifest_text(yaml, name:str|None):
+    "The YAML of `suggest_keys` (a file's bytes, or the text) and what it is called."
+    if isinstance(yaml, Path) or isinstance(yaml, str) and "\n" not in yaml and (Path(yaml).is_file() or
+                                                                                yaml.endswith((".yaml", ".yml"))):
+        path = Path(yaml)
+        if path.is_dir(): raise ValueError(f"{path} is a folder, not a YAML file")
+        if not path.is_file(): raise ValueError(f"no file at {path}")
+        return path.read_bytes(), name or str(path)
+    if not isinstance(yaml, (str, bytes)): raise TypeError(f"expected YAML text or a path, got {type(yaml).__name__}")
+    return yaml, name or "the manifest"
+
+def _marked(text, name:str) -> list:
+    "(`YamlTree`, tree, node kinds) of each document that is not empty; a `ValueError` naming the manifest."
+    try: read, trees = read_yaml(text, note=True, max_nodes=MAX_INPUT_NODES), yaml_trees(text)
+    except ValueError as e:
+        hint = " (to mark two keys of one mapping, write ?1 and ?2)" if re.match(r"duplicate key '\?\d*'", str(e)) else ""
+        raise ValueError(f"{name}: {e}{hint}") from None
+    return [(d, *t) for d, t in zip([d for d in read if d is not None and len(d)], trees)]
+
+def _readable(run:Run, t:Tree, yt, marks:list, unknown:str, where:str) -> int:
+    "How many unmarked tokens of a document the run does not know, after checking that it can read the document at all."
+    v, at = run.vocab, lambda i: f"line {yt.lines[i - 1]}, column {yt.columns[i - 1]}"    # node i: token i - 1
+    if int(t.depth.max()) > v["max_depth"]:
+        raise ValueError(f"{where}, document {yt.doc} (line {yt.lines[0]}) has depth {int(t.depth.max())}, deeper than the "
+                         f"run's max_depth={v['max_depth']}")
+    if len(t) > 1 and int(t.slot.max()) >= v["n"]:
+        j = int(t.parent[int(np.argmax(t.slot))])
+        raise ValueError(f"{where}, {at(j) if j > 0 else f'document {yt.doc}'}: {int(t.slot.max()) + 1} entries in one "
+                         f"mapping or list, more than the run's n={v['n']}")
+    unread = [i for i in range(1, len(t)) if i not in marks and t.labels[i] not in v["src_vocab"]]
+    if unread and unknown == "raise":
+        i, src = unread[0], v["src_vocab"]
+        raise ValueError(f"{where}, {at(i)}: token {t.labels[i]!r} is not in the run's source vocabulary ({len(src)} tokens, "
+                         f"e.g. {', '.join(map(repr, src.tokens[2:7]))}); map it to <unk> with unknown='unk' "
+                         f"(treepe-predict: --unknown unk)")
+    return len(unread)
+
+def _candidates(targets:list, t:Tree, i:int, full:str, where:str) -> list[tuple[int, str, str]]:
+    "(id, key, target) of every target of the run that a key at node `i` can have: those of its parent (and resource kind)."
+    head, parent = full[:len(full) - len(str(t.labels[i]))], str(t.labels[int(t.parent[i])])   # `parent::` or `kind::parent::`
+    if _MARKER.fullmatch(parent):
+        raise ValueError(f"{where}: its parent key is marked too ({parent}); a key is suggested under a parent that is "
+                         f"written out: mark one of the two at a time")
+    out = [(j, s[len(head):], s) for j, s in enumerate(targets) if isinstance(s, str) and s.startswith(head)]
+    if not out:
+        kind = "" if head.count("::") < 2 else (" in a document without a kind" if head.startswith("-::") else
+                                                  f" in a {head[:len(head) - len(parent) - 4]}")
+        raise ValueError(f"{where}: the run's vocabulary has no key under {parent!r}{kind} (no target {head}...): the "
+                         f"key there reads <unk>, which the run cannot name")
+    return out
+
+@torch.no_grad()
+def suggest_keys(run:Run, # a `yaml-keys` or `k8s-keys` run, from `load_run`
+                 yaml:str|Path, # a YAML file (a `Path`, or a str that names one) or YAML text, with keys written `?`
+                 k:int=5, # suggestions per marked key
+                 unknown:str|None=None, # a token outside the run's vocabulary: "raise" or "unk" (None: as `predict`)
+                 name:str|None=None, # what records and errors call the manifest (default: its path, or "the manifest")
+                 errors:str="raise", # a document or key the run cannot read or name: "raise", or "skip" (its records say why)
+                 batch_size:int=32, # documents per forward pass
+                ) -> list[dict]: # per marked key, in file order (and per document with none): where it is, the keys suggested
+    "The keys a masked-key run suggests for each key written `?` of a manifest, best first, with their log-probabilities."
+    v = run.vocab
+    if v["target"] != "labels" or "target" not in v.get("info", {}):
+        raise ValueError(f"suggest_keys needs a yaml-keys or k8s-keys run (masked keys); a {v['name']} run: use predict")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1: raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    if unknown is None: unknown = "unk" if v["info"].get("min_count", 1) > 1 else "raise"
+    if unknown not in ("raise", "unk"): raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
+    if errors not in ("raise", "skip"): raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
+    text, name = _manifest_text(yaml, name)
+    docs = _marked(text, name)
+    if not docs: raise ValueError(f"{name}: no YAML document in it")
+    target, src, tgt = v["info"]["target"], v["src_vocab"], v["tgt_vocab"]
+    targets = tgt.decode(range(len(tgt)))                 # every target of the run, by id (specials by their names)
+    out, todo = [], []                                      # the records; (example, [(record, token, candidates)]) to run
+    for yt, t, kinds in docs:
+        marks = [i for i in np.flatnonzero(yaml_key_nodes(kinds)).tolist() if _MARKER.fullmatch(str(t.labels[i]))]
+        rec = lambda i, **kw: dict(file=name, document=yt.doc, line=yt.lines[i - 1], column=yt.columns[i - 1], **kw)
+        if not marks:
+            out.append(rec(1, path=None, parent=None, marker=None, suggestions=[], unknown=0,
+                           error=f"{name}, document {yt.doc} has no key written as ?: nothing to suggest")); continue
+        rows = [rec(i, path=link_path(yt.links[i - 1][0]), parent=str(t.labels[int(t.parent[i])]), marker=str(t.labels[i]),
+                    suggestions=[], unknown=0, error=None) for i in marks]
+        out += rows
+        try: missing = _readable(run, t, yt, marks, unknown, name)
+        except ValueError as e:
+            if errors == "raise": raise
+            for r in rows: r["error"] = str(e)
+            continue
+        mask, asked, order, full = np.isin(np.arange(len(t)), marks), [], t.order(v["src_order"]), yaml_targets(t, target)
+        for r, i in zip(rows, marks):
+            r["unknown"] = missing
+            try: asked.append((r, int(np.flatnonzero(order == i)[0]), _candidates(targets, t, i, full[i], f"{name}, line "
+                                                                                  f"{r['line']}, column {r['column']}")))
+            except ValueError as e:
+                if errors == "raise": raise
+                r["error"] = str(e)
+        if asked: todo.append((yaml_example(t, kinds, mask, src, tgt, target, v["info"].get("node_kinds", "unmasked")), asked))
+    if not any(r["marker"] for r in out):
+        raise ValueError(f"{name}: no key written as ? in its {len(docs)} document{'s' * (len(docs) != 1)} (write ? in "
+                         f"place of a key to ask for it, e.g. '?: 3' for 'replicas: 3')")
+    collate = Collator(v["source"], v["target"], v["src_order"], v["tgt_order"], v["max_depth"], plans=run.model.reads_plans)
+    device = next(run.model.parameters()).device
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start:start + batch_size]
+        b = collate([e for e, _ in chunk]).to(device)
+        logp = run.model(b.src_ids, b.src_pos, src_kinds=b.src_kinds).float().log_softmax(-1).cpu()
+        for row, (_, asked) in enumerate(chunk):
+            for r, token, cands in asked:
+                scores = logp[row, token, [j for j, _, _ in cands]]
+                best = torch.argsort(scores, descending=True, stable=True)[:k].tolist()
+                r["suggestions"] = [dict(key=cands[c][1], target=cands[c][2], logprob=float(scores[c])) for c in best]
+    return out
+
+def _suggest_cli(run:Run, args, where:str, errors:str):
+    "`treepe-predict` on a yaml-keys or k8s-keys run: the keys suggested for each `?` key of the file, one line each."
+    for flag, given in ((f"--format {args.format}", args.format not in (None, "yaml")), ("--field", args.field),
+                        ("--beam", args.beam)):
+        if given: raise ValueError(f"a {run.vocab['name']} run reads YAML manifests: {flag} cannot be given")
+    text = "\n".join(read_lines(args.file)) + "\n"          # read_lines: bad UTF-8 and overlong lines named by line
+    try: recs = suggest_keys(run, text, args.nbest or 5, args.unknown, where, errors)
+    except ValueError as e: command_error("treepe-predict", e)
+    unknown, seen = Counter(), set()
+    try:
+        for r in recs:
+            if r["error"]: print(f"treepe-predict: {'skipped: ' if r['marker'] else ''}{r['error']}", file=sys.stderr)
+            if r["unknown"] and r["document"] not in seen: unknown.update(tokens=r["unknown"], documents=1); seen.add(r["document"])
+            if r["marker"] is None: continue                    # a document without a ? key: said on stderr only
+            if args.jsonl: print(json.dumps(r)); continue
+            if r["error"]: print(""); continue                  # --skip-errors: one line per ? key still
+            at = f"{r['path']}.{r['marker']}" if r["path"] else r["marker"]
+            print(f"{r['file']}, document {r['document']}, line {r['line']}, column {r['column']} ({at}): "
+                  + ", ".join(f"{s['key']} {s['logprob']:.3f}" for s in r["suggestions"]))
+        sys.stdout.flush()
+    except OSError as e:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        command_error("treepe-predict", f"cannot write the output: {e.strerror or e}")
+    _said_unknown(unknown, "document")
