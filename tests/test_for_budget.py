@@ -22,7 +22,7 @@ def if_chain(d):
     return Tree.from_nested(t)
 
 
-# parse_for (chapter 8e) takes the budget as its own argument once it checks at the door with for_nesting
+# parse_for (chapter 8d) takes the budget as its own argument once it checks at the door with for_nesting
 PARSE_FOR_TAKES_IT = "max_nesting" in inspect.signature(parse_for).parameters
 
 
@@ -83,7 +83,7 @@ def test_a_raised_limit_checks_a_100k_deep_chain_in_linear_time():
     assert for_nesting(if_text(100_000), max_nesting=100_000) == 100_000
 
 
-@pytest.mark.skipif(not PARSE_FOR_TAKES_IT, reason="parse_for (nbs/08e_pairs.ipynb) does not take max_nesting yet")
+@pytest.mark.skipif(not PARSE_FOR_TAKES_IT, reason="parse_for (nbs/08d_pairs.ipynb) does not take max_nesting yet")
 def test_parse_for_with_a_raised_limit_reads_a_100k_deep_chain():
     assert check_for(parse_for(if_text(100_000), max_nesting=100_000), max_nesting=100_000) == 100_000
     with pytest.raises(ValueError, match="more than max_nesting=5"): parse_for(if_text(6), max_nesting=5)

@@ -228,7 +228,7 @@ def docstring2ast_task(seed, sizes, order, # as every task builder takes them (`
                        max_words:int=48, # docstring lines with more tokens are left out
                        min_count:int=3, # words, names and literals seen fewer times in train become placeholders
                       ) -> dict: # the splits, vocabularies and facts of the task (see `tasks.register_task`)
-    "The builder of `py-docstring2ast` (chapter 8c describes the task): docstring lines to binarised syntax trees, split by module."
+    "The builder of `py-docstring2ast` (chapter 8f describes the task): docstring lines to binarised syntax trees, split by module."
     fns, report = docstring_functions(modules, max_example_nodes)       # checks modules; filters large bodies first
     frac = np.cumsum(sizes) / sum(sizes)
     rows = [[], [], []]
@@ -364,7 +364,7 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
                    node_kinds:str="unmasked", # what the node kinds show (`yaml_example`)
                    split_by:str="file", # "file": one file, one split; "structure": also one key structure, one split
                   ) -> dict: # the splits, vocabularies and facts of the task (see `tasks.register_task`)
-    "The builder of `yaml-keys` (chapter 8c describes the task): masked keys of YAML documents, split by file (or structure)."
+    "The builder of `yaml-keys` (chapter 8f describes the task): masked keys of YAML documents, split by file (or structure)."
     if split_by not in SPLIT_BY: raise ValueError(f"split_by must be one of {SPLIT_BY}, got {split_by!r}")
     if target not in YAML_TARGETS: raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
     if node_kinds not in NODE_KINDS: raise ValueError(f"node_kinds must be 'unmasked' or 'none', got {node_kinds!r}")
