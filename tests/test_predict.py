@@ -25,7 +25,7 @@ def pairs_run(tmp_path_factory):
 
 def test_pairs_run_predicts(pairs_run):
     run = load_run(pairs_run / "run")
-    assert load_vocab(pairs_run / "run")["name"] == "pairs"
+    assert load_vocab(pairs_run / "run")["spec"].name == "pairs"
     out = predict(run, ["(f a b)", "(f c d)"])
     assert len(out) == 2 and all(p.output is None or p.text == p.output.to_sexpr() for p in out)
     with pytest.raises(ValueError, match="token 'zz' is not in the run's source vocabulary"):
@@ -107,7 +107,7 @@ def test_readme_predict_and_pairs_commands_work(tmp_path):
     out = bash(sh[1])
     assert len((tmp_path / "pairs.jsonl").read_text().splitlines()) == 210
     summary, predicted = out[:out.rindex("}") + 1], out[out.rindex("}") + 1:]   # treepe-train's summary, then the output
-    assert json.loads(summary)["step"] == 20 and load_vocab(tmp_path / "runs/swap")["name"] == "pairs"
+    assert json.loads(summary)["step"] == 20 and load_vocab(tmp_path / "runs/swap")["spec"].name == "pairs"
     assert len(predicted[1:].splitlines()) == 1                                # one line (empty: not printable)
     out = bash(sh[2])                                                          # an encoding of your own, by --import
     assert json.loads(out[out.rindex("{\n"):])["split"] == "test"           # treepe-eval's result, the last object

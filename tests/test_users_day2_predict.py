@@ -132,7 +132,7 @@ def test_suggest_keys_names_each_marked_position_with_scores(k8s, tmp_path):
     assert first["file"] == str(tmp_path / "m.yaml") and first["error"] is None and len(first["suggestions"]) == 3
     scores = [s["logprob"] for s in first["suggestions"]]
     assert all(s <= 0 for s in scores) and scores == sorted(scores, reverse=True)
-    vocab = run.vocab["tgt_vocab"]
+    vocab = run.tgt_vocab
     assert all(s["target"] == f"Deployment::spec::{s['key']}" and s["target"] in vocab for s in first["suggestions"])
     assert recs[2]["suggestions"] == [] and "document 1 has no key written as ?" in recs[2]["error"]
     assert suggest_keys(run, MANIFEST, k=1)[0]["suggestions"] == first["suggestions"][:1]      # text works too
@@ -195,17 +195,16 @@ def test_eval_data_scores_your_manifests_with_the_tasks_masking(k8s, tmp_path):
     from treepe_nb.yaml_keys import K8S_MANIFESTS
     rec = evaluate_run(k8s, checkpoint="last", data=[K8S_MANIFESTS], device="cpu")
     loaded = Run(k8s, "last")
-    v, seed = loaded.vocab, loaded.config.task.seed
-    docs, _ = yaml_corpus(K8S_MANIFESTS, v["info"]["max_example_nodes"])
+    spec, info, seed = loaded.spec, loaded.info, loaded.config.task.seed
+    docs, _ = yaml_corpus(K8S_MANIFESTS, info["max_example_nodes"])
     rng, examples = task_rng(seed, "yaml-keys-mask", 2), []
     for d in docs:                           # the task's own masking, by hand: its stream of the test split
-        if int(d["tree"].depth.max()) > v["max_depth"] or int(d["tree"].slot.max()) >= v["n"]:
+        if int(d["tree"].depth.max()) > spec.max_depth or int(d["tree"].slot.max()) >= spec.n:
             continue
         if not yaml_key_nodes(d["kinds"]).any(): continue
-        mask = mask_keys(d["kinds"], rng, v["info"]["mask_prob"])
-        examples.append(yaml_example(d["tree"], d["kinds"], mask, v["src_vocab"], v["tgt_vocab"], v["info"]["target"]))
-    task = Task("k8s-keys", TaskDataset([]), TaskDataset([]), TaskDataset(examples), v["src_vocab"], v["tgt_vocab"],
-                "tree", "labels", "dfs", "dfs", v["n"], v["max_depth"])
+        mask = mask_keys(d["kinds"], rng, info["mask_prob"])
+        examples.append(yaml_example(d["tree"], d["kinds"], mask, loaded.src_vocab, loaded.tgt_vocab, info["target"]))
+    task = Task(spec, TaskDataset([]), TaskDataset([]), TaskDataset(examples), loaded.src_vocab, loaded.tgt_vocab)
     want = evaluate(loaded.model, task, "test")
     for key in ("perplexity", "token_accuracy", "exact_match", "tokens"): assert rec[key] == pytest.approx(want[key])
     assert rec["documents"] == len(examples) and rec["masked_keys"] == want["tokens"]

@@ -191,10 +191,10 @@ def _manifest_task(loaded:Run, data:Sequence) -> tuple[Task, dict]:
     """The documents of `data` as a test split of the run's masked-key task, masked as the task masks its test split
     (`mask_keys`, from the stream `task_rng(seed, "yaml-keys-mask", 2)`, one document after the other), and the counts
     of what was left out."""
-    v, cfg = loaded.vocab, loaded.config.task
-    info = v.get("info", {})
-    if v["target"] != "labels" or "target" not in info:
-        raise ValueError(f"--data scores YAML manifests for a yaml-keys or k8s-keys run; this run is {v['name']}: score "
+    spec, cfg = loaded.spec, loaded.config.task
+    info = loaded.info
+    if spec.target != "labels" or "target" not in info:
+        raise ValueError(f"--data scores YAML manifests for a yaml-keys or k8s-keys run; this run is {spec.name}: score "
                          f"its own splits with --split")
     rng, examples, left = task_rng(cfg.seed, "yaml-keys-mask", 2), [], Counter()
     unknown, tokens = 0, 0
@@ -204,20 +204,19 @@ def _manifest_task(loaded:Run, data:Sequence) -> tuple[Task, dict]:
         for d in docs:
             if d is None: left["over max_example_nodes"] += 1; continue
             t, kinds = d
-            if int(t.depth.max()) > v["max_depth"] or len(t) > 1 and int(t.slot.max()) >= v["n"]:
+            if int(t.depth.max()) > spec.max_depth or len(t) > 1 and int(t.slot.max()) >= spec.n:
                 left["deeper or wider than the run's trees"] += 1; continue
             if not yaml_key_nodes(kinds).any(): left["without a key"] += 1; continue
             mask = mask_keys(kinds, rng, info["mask_prob"])
-            examples.append(yaml_example(t, kinds, mask, v["src_vocab"], v["tgt_vocab"], info["target"],
+            examples.append(yaml_example(t, kinds, mask, loaded.src_vocab, loaded.tgt_vocab, info["target"],
                                          info.get("node_kinds", "unmasked"), dict(file=str(f))))
             seen = [l for l, m in zip(t.labels, mask) if not m]
-            unknown, tokens = unknown + sum(l not in v["src_vocab"] for l in seen), tokens + len(seen)
+            unknown, tokens = unknown + sum(l not in loaded.src_vocab for l in seen), tokens + len(seen)
     if not examples:
         raise ValueError(f"no document of {', '.join(map(str, data))} has a key to mask" +
                          (f" ({', '.join(f'{n} {why}' for why, n in left.items())})" if left else ""))
-    task = Task(v["name"], TaskDataset([]), TaskDataset([]), TaskDataset(examples, "data"), v["src_vocab"], v["tgt_vocab"],
-                v["source"], v["target"], v["src_order"], v["tgt_order"], v["n"], v["max_depth"], info)
-    unk = v["tgt_vocab"].unk
+    task = Task(spec, TaskDataset([]), TaskDataset([]), TaskDataset(examples, "data"), loaded.src_vocab, loaded.tgt_vocab, info)
+    unk = loaded.tgt_vocab.unk
     return task, {"data": [str(d) for d in data], "documents": len(examples),
                   "masked_keys": sum(int((e.tgt_ids != -100).sum()) for e in examples),
                   "unk_targets": sum(int((e.tgt_ids == unk).sum()) for e in examples),

@@ -251,19 +251,28 @@ class Transformer(nn.Module):
         self._register_load_state_dict_pre_hook(_renamed_keys)
 
     @classmethod
-    def from_task(cls, cfg:ModelConfig, # what the user chose
-                  task, # a `tasks.Task`: its vocabularies, modalities, `n` and `max_depth` decide the rest
+    def from_spec(cls, cfg:ModelConfig, # what the user chose
+                  spec, # a `tasks.TaskSpec`: the sides, `n` and `max_depth` (a run's, as its vocab.json holds it)
+                  src_vocab, # the source vocabulary (its size)
+                  tgt_vocab, # the target vocabulary, or the labels of a token-labelling task
                  ) -> Transformer:
-        "A model for `task`: the data's facts derived once, each side's encoding checked against what it holds."
-        labels = task.target == "labels"
+        "A model for a task's facts: its spec and two vocabularies decide the rest; each side's encoding is checked."
+        labels = spec.target == "labels"
         src_pe, tgt_pe = cfg.encodings
-        check_reads(src_pe, task.source, f"the source of {task.name}")
-        if not labels: check_reads(tgt_pe, task.target, f"the target of {task.name}")
+        check_reads(src_pe, spec.source, f"the source of {spec.name}")
+        if not labels: check_reads(tgt_pe, spec.target, f"the target of {spec.name}")
         return cls(TransformerConfig(
             **{f.name: getattr(cfg, f.name) for f in fields(ModelConfig)},
-            src_vocab=len(task.src_vocab), tgt_vocab=None if labels else len(task.tgt_vocab),
-            num_labels=len(task.tgt_vocab) if labels else None, n=task.n or 2,
-            max_depth=task.max_depth if task.max_depth is not None else 32))
+            src_vocab=len(src_vocab), tgt_vocab=None if labels else len(tgt_vocab),
+            num_labels=len(tgt_vocab) if labels else None, n=spec.n or 2,
+            max_depth=spec.max_depth if spec.max_depth is not None else 32))
+
+    @classmethod
+    def from_task(cls, cfg:ModelConfig, # what the user chose
+                  task, # a `tasks.Task`: its spec and vocabularies (`from_spec`)
+                 ) -> Transformer:
+        "A model for `task`: `from_spec` of its spec and vocabularies."
+        return cls.from_spec(cfg, task.spec, task.src_vocab, task.tgt_vocab)
 
     def encode(self, src_ids:Tensor, # `[B, S]` LongTensor, 0 = padding
                src_pos, # LongTensor `[B, S]` (sequence), `[B, S, axes]` (grid) or TreePositions `[B, S, K]`

@@ -59,7 +59,7 @@ def _lookup(vocab, labels:Sequence, unknown:str, what:str) -> tuple[np.ndarray, 
 
 def _source(run:Run, x, format:str|None, k:int):
     "One input as (tree or None, token list) in the form the task's sources have."
-    spec = run.vocab["spec"]
+    spec = run.spec
     fmt = format or spec.src_format
     if isinstance(x, Tree): pass                                         # read already (treepe-predict's For programs)
     elif fmt == "words" and isinstance(x, str): x = docstring_tokens(x)    # a docstring line, cut as the task cuts it
@@ -79,20 +79,20 @@ def _source(run:Run, x, format:str|None, k:int):
 
 def _encoded(run:Run, x, format:str|None, unknown:str, what:str):
     "One input as the model reads it: (its tree or None, its source ids, its unknown tokens), checked against the run's limits."
-    v = run.vocab
+    spec = run.spec
     t, toks = _source(run, x, format, what)
-    if t is None: return None, *_lookup(v["src_vocab"], toks, unknown, what)
-    if int(t.depth.max()) > v["max_depth"]:
-        raise ValueError(f"{what} has depth {int(t.depth.max())}, deeper than the run's max_depth={v['max_depth']}")
-    if len(t) > 1 and int(t.slot.max()) >= v["n"]:
-        raise ValueError(f"{what} has a node with {int(t.slot.max()) + 1} children; the run's n={v['n']}")
-    ids, missing = _lookup(v["src_vocab"], t.labels, unknown, what)
-    return t, ids[t.order(v["src_order"])], missing
+    if t is None: return None, *_lookup(run.src_vocab, toks, unknown, what)
+    if int(t.depth.max()) > spec.max_depth:
+        raise ValueError(f"{what} has depth {int(t.depth.max())}, deeper than the run's max_depth={spec.max_depth}")
+    if len(t) > 1 and int(t.slot.max()) >= spec.n:
+        raise ValueError(f"{what} has a node with {int(t.slot.max()) + 1} children; the run's n={spec.n}")
+    ids, missing = _lookup(run.src_vocab, t.labels, unknown, what)
+    return t, ids[t.order(spec.src_order)], missing
 
 # %% ../nbs/09d_predict.ipynb #179bf451
 def _text(run:Run, out):
     "An output, its text as the run's `TaskSpec` writes it (un-binarised first where the targets are binarised), and why there is no text (else None)."
-    spec = run.vocab["spec"]
+    spec = run.spec
     if out is None: return None, None, None
     if spec.target == "sequence": return out, " ".join(map(str, out)), None
     if spec.tgt_binary:
@@ -130,13 +130,13 @@ def predict(run:Run, # from `load_run`
             nbest:int=1, # hypotheses kept per input (at most `beam`), in `Prediction.nbest`
            ) -> list[Prediction]:
     "Decode every input with the run's model."
-    v = run.vocab
+    spec = run.spec
     if isinstance(inputs, (str, bytes)):
         raise TypeError(f"inputs must be a list of sources, got one {type(inputs).__name__}: write [{str(inputs)[:30]!r}] for one input")
-    if v["target"] == "labels":
-        raise ValueError(f"predict decodes trees and sequences; a {v['name']} run labels masked keys: use suggest_keys")
+    if spec.target == "labels":
+        raise ValueError(f"predict decodes trees and sequences; a {spec.name} run labels masked keys: use suggest_keys")
     if format is not None and format not in FORMATS: raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
-    if unknown is None: unknown = "unk" if v.get("info", {}).get("min_count", 1) > 1 else "raise"
+    if unknown is None: unknown = "unk" if run.info.get("min_count", 1) > 1 else "raise"
     if unknown not in ("raise", "unk"): raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
     if errors not in ("raise", "skip"): raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
     if isinstance(nbest, bool) or not isinstance(nbest, int) or not 1 <= nbest <= (beam or 1):
@@ -164,12 +164,12 @@ def predict(run:Run, # from `load_run`
             continue
         ids = torch.zeros(len(rows), max(map(len, rows)), dtype=torch.long)
         for b, r in enumerate(rows): ids[b, :len(r)] = torch.from_numpy(r)
-        pos = (batch_positions(trees, v["src_order"], v["max_depth"]) if v["source"] == "tree" else
+        pos = (batch_positions(trees, spec.src_order, spec.max_depth) if spec.source == "tree" else
                torch.where(ids != 0, torch.arange(ids.shape[1]), 0))
-        gen = run.model.generate(ids.to(device), pos.to(device), vocab=v["tgt_vocab"] if v["target"] == "tree" else None,
-                                 order=v["tgt_order"], beam=beam,
-                                 max_output_nodes=max_output_nodes, return_all=True, lcrs=v["spec"].tgt_binary)
-        if v["target"] == "sequence": gen = [[(v["tgt_vocab"].decode(g), score) for g, score in hyps] for hyps in gen]
+        gen = run.model.generate(ids.to(device), pos.to(device), vocab=run.tgt_vocab if spec.target == "tree" else None,
+                                 order=spec.tgt_order, beam=beam,
+                                 max_output_nodes=max_output_nodes, return_all=True, lcrs=spec.tgt_binary)
+        if spec.target == "sequence": gen = [[(run.tgt_vocab.decode(g), score) for g, score in hyps] for hyps in gen]
         decoded = iter(gen)
         out += [Prediction(None, None, failed[k]) if k in failed else
                 _prediction(run, next(decoded), nbest, missing[k], names[k], errors, max_output_nodes) for k in chunk]
@@ -244,7 +244,7 @@ def predict_cli(argv:Sequence[str]|None=None):
     try:
         import_modules(args.imports)
         run = load_run(args.run, args.checkpoint, args.device)
-        if run.vocab["target"] == "labels": return _suggest_cli(run, args, where, errors)
+        if run.spec.target == "labels": return _suggest_cli(run, args, where, errors)
         if (args.nbest or 1) > 1 and not args.jsonl: p.error("--nbest writes several outputs per input: give --jsonl too")
         rows, fmt = [], args.format or run.spec.src_format
         if args.whole_file or fmt == "for" and not args.field:     # inputs over several lines: one output per input
@@ -317,17 +317,17 @@ def _marked(text, name:str) -> list:
 
 def _readable(run:Run, t:Tree, yt, marks:list, unknown:str, where:str) -> int:
     "How many unmarked tokens of a document the run does not know, after checking that it can read the document at all."
-    v, at = run.vocab, lambda i: f"line {yt.lines[i - 1]}, column {yt.columns[i - 1]}"    # node i: token i - 1
-    if int(t.depth.max()) > v["max_depth"]:
+    spec, at = run.spec, lambda i: f"line {yt.lines[i - 1]}, column {yt.columns[i - 1]}"    # node i: token i - 1
+    if int(t.depth.max()) > spec.max_depth:
         raise ValueError(f"{where}, document {yt.doc} (line {yt.lines[0]}) has depth {int(t.depth.max())}, deeper than the "
-                         f"run's max_depth={v['max_depth']}")
-    if len(t) > 1 and int(t.slot.max()) >= v["n"]:
+                         f"run's max_depth={spec.max_depth}")
+    if len(t) > 1 and int(t.slot.max()) >= spec.n:
         j = int(t.parent[int(np.argmax(t.slot))])
         raise ValueError(f"{where}, {at(j) if j > 0 else f'document {yt.doc}'}: {int(t.slot.max()) + 1} entries in one "
-                         f"mapping or list, more than the run's n={v['n']}")
-    unread = [i for i in range(1, len(t)) if i not in marks and t.labels[i] not in v["src_vocab"]]
+                         f"mapping or list, more than the run's n={spec.n}")
+    unread = [i for i in range(1, len(t)) if i not in marks and t.labels[i] not in run.src_vocab]
     if unread and unknown == "raise":
-        i, src = unread[0], v["src_vocab"]
+        i, src = unread[0], run.src_vocab
         raise ValueError(f"{where}, {at(i)}: token {t.labels[i]!r} is not in the run's source vocabulary ({len(src)} tokens, "
                          f"e.g. {', '.join(map(repr, src.tokens[2:7]))}); map it to <unk> with unknown='unk' "
                          f"(treepe-predict: --unknown unk)")
@@ -357,17 +357,17 @@ def suggest_keys(run:Run, # a `yaml-keys` or `k8s-keys` run, from `load_run`
                  batch_size:int=32, # documents per forward pass
                 ) -> list[dict]: # per marked key, in file order (and per document with none): where it is, the keys suggested
     "The keys a masked-key run suggests for each key written `?` of a manifest, best first, with their log-probabilities."
-    v = run.vocab
-    if v["target"] != "labels" or "target" not in v.get("info", {}):
-        raise ValueError(f"suggest_keys needs a yaml-keys or k8s-keys run (masked keys); a {v['name']} run: use predict")
+    spec = run.spec
+    if spec.target != "labels" or "target" not in run.info:
+        raise ValueError(f"suggest_keys needs a yaml-keys or k8s-keys run (masked keys); a {spec.name} run: use predict")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1: raise ValueError(f"k must be an integer >= 1, got {k!r}")
-    if unknown is None: unknown = "unk" if v["info"].get("min_count", 1) > 1 else "raise"
+    if unknown is None: unknown = "unk" if run.info.get("min_count", 1) > 1 else "raise"
     if unknown not in ("raise", "unk"): raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
     if errors not in ("raise", "skip"): raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
     text, name = _manifest_text(yaml, name)
     docs = _marked(text, name)
     if not docs: raise ValueError(f"{name}: no YAML document in it")
-    target, src, tgt = v["info"]["target"], v["src_vocab"], v["tgt_vocab"]
+    target, src, tgt = run.info["target"], run.src_vocab, run.tgt_vocab
     targets = tgt.decode(range(len(tgt)))                 # every target of the run, by id (specials by their names)
     out, todo = [], []                                      # the records; (example, [(record, token, candidates)]) to run
     for yt, t, kinds in docs:
@@ -384,7 +384,7 @@ def suggest_keys(run:Run, # a `yaml-keys` or `k8s-keys` run, from `load_run`
             if errors == "raise": raise
             for r in rows: r["error"] = str(e)
             continue
-        mask, asked, order, full = np.isin(np.arange(len(t)), marks), [], t.order(v["src_order"]), yaml_targets(t, target)
+        mask, asked, order, full = np.isin(np.arange(len(t)), marks), [], t.order(spec.src_order), yaml_targets(t, target)
         for r, i in zip(rows, marks):
             r["unknown"] = missing
             try: asked.append((r, int(np.flatnonzero(order == i)[0]), _candidates(targets, t, i, full[i], f"{name}, line "
@@ -392,11 +392,11 @@ def suggest_keys(run:Run, # a `yaml-keys` or `k8s-keys` run, from `load_run`
             except ValueError as e:
                 if errors == "raise": raise
                 r["error"] = str(e)
-        if asked: todo.append((yaml_example(t, kinds, mask, src, tgt, target, v["info"].get("node_kinds", "unmasked")), asked))
+        if asked: todo.append((yaml_example(t, kinds, mask, src, tgt, target, run.info.get("node_kinds", "unmasked")), asked))
     if not any(r["marker"] for r in out):
         raise ValueError(f"{name}: no key written as ? in its {len(docs)} document{'s' * (len(docs) != 1)} (write ? in "
                          f"place of a key to ask for it, e.g. '?: 3' for 'replicas: 3')")
-    collate = Collator(v["source"], v["target"], v["src_order"], v["tgt_order"], v["max_depth"], plans=run.model.reads_plans)
+    collate = Collator(spec.source, spec.target, spec.src_order, spec.tgt_order, spec.max_depth, plans=run.model.reads_plans)
     device = next(run.model.parameters()).device
     for start in range(0, len(todo), batch_size):
         chunk = todo[start:start + batch_size]
@@ -413,7 +413,7 @@ def _suggest_cli(run:Run, args, where:str, errors:str):
     "`treepe-predict` on a yaml-keys or k8s-keys run: the keys suggested for each `?` key of the file, one line each."
     for flag, given in ((f"--format {args.format}", args.format not in (None, "yaml")), ("--field", args.field),
                         ("--beam", args.beam)):
-        if given: raise ValueError(f"a {run.vocab['name']} run reads YAML manifests: {flag} cannot be given")
+        if given: raise ValueError(f"a {run.spec.name} run reads YAML manifests: {flag} cannot be given")
     text = "\n".join(read_lines(args.file)) + "\n"          # read_lines: bad UTF-8 and overlong lines named by line
     try: recs = suggest_keys(run, text, args.nbest or 5, args.unknown, where, errors)
     except ValueError as e: command_error("treepe-predict", e)

@@ -6,7 +6,6 @@
 from __future__ import annotations
 import errno, json, os, random, shutil, socket, sys, warnings
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Sequence
 import numpy as np
 import torch
@@ -17,8 +16,9 @@ from .tasks import TaskSpec, make_task
 from .config import TrainConfig, checkpoint_config, import_modules, read_run_file, resolve_device
 
 # %% auto #0
-__all__ = ['VOCAB_FIELDS', 'CHECKPOINTS', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint', 'append_record',
-           'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab', 'RunLock', 'checkpoint_state', 'Run']
+__all__ = ['VOCAB_KEYS', 'FLAT_FIELDS', 'CHECKPOINTS', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint',
+           'append_record', 'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab', 'RunLock',
+           'checkpoint_state', 'Run']
 
 # %% ../nbs/09_runs.ipynb #1eecc854
 def rng_state() -> dict: # the states of Python's, NumPy's and torch's (CPU and CUDA) generators
@@ -130,10 +130,13 @@ def truncate_records(run:str|Path, # a run folder
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 # %% ../nbs/09_runs.ipynb #c0a755a3
-VOCAB_FIELDS = ("name", "source", "target", "src_order", "tgt_order", "n", "max_depth")   # what every vocab.json holds
+VOCAB_KEYS = ("spec", "src_vocab", "tgt_vocab", "info")     # a vocab.json: the task's `TaskSpec`, its vocabularies, its info
+FLAT_FIELDS = ("name", "source", "target", "src_order", "tgt_order", "n", "max_depth")   # a flat (older) vocab.json's facts
 
 def _spec_of(d:dict) -> TaskSpec:
-    "The `TaskSpec` of a vocab.json; one written before specs were saved takes the `pairs` task's old flags in `info`."
+    """The `TaskSpec` of a vocab.json: its `spec`; a flat file (older) holds the fields beside the vocabularies, and one
+    written before specs were saved takes the `pairs` task's old flags in `info`."""
+    if isinstance(d.get("spec"), dict): return TaskSpec.from_dict(d["spec"])
     if "src_binary" in d: return TaskSpec.from_dict(d)
     info = d.get("info") if isinstance(d.get("info"), dict) else {}
     lcrs = bool(info.get("lcrs"))
@@ -147,30 +150,33 @@ def _vocab_of(d:dict):
 def _vocab_record(task) -> dict:
     "What `save_vocab` writes of a task: its `TaskSpec`, its vocabularies and its `info`, as JSON values."
     info = json.loads(json.dumps(task.info, default=str))
-    return {**task.spec.to_dict(), "src_vocab": task.src_vocab.to_dict(), "tgt_vocab": task.tgt_vocab.to_dict(), "info": info}
+    return {"spec": task.spec.to_dict(), "src_vocab": task.src_vocab.to_dict(), "tgt_vocab": task.tgt_vocab.to_dict(),
+            "info": info}
 
 def save_vocab(run:str|Path, # a run folder
                task, # a `tasks.Task`: its vocabularies, its `TaskSpec` and `info`
               ) -> Path:
-    "Write the task's vocabularies and the facts a model's input needs into `run/vocab.json` (atomically)."
+    "Write the task's `TaskSpec`, vocabularies and `info` into `run/vocab.json` (atomically), as `VOCAB_KEYS`."
     path = Path(run) / "vocab.json"
     tmp = path.with_name("vocab.json.tmp")
     tmp.write_text(json.dumps(_vocab_record(task))); os.replace(tmp, path)
     return path
 
 def load_vocab(run:str|Path # a run folder
-              ) -> dict: # `VOCAB_FIELDS`, `src_vocab`, `tgt_vocab` (as vocabularies), `info` and `spec` (a `TaskSpec`)
-    "What `save_vocab` wrote; a `FileNotFoundError` for a run folder written before run folders kept it."
+              ) -> dict: # `VOCAB_KEYS`: `spec` (a `TaskSpec`), `src_vocab`, `tgt_vocab` (as vocabularies), `info`
+    "What `save_vocab` wrote, or a flat vocab.json of an older version; a `FileNotFoundError` where there is none."
     path = Path(run) / "vocab.json"
     if not path.exists():
         raise FileNotFoundError(f"no vocab.json in {run}: a run of an older version, or not a run folder "
                                 f"(the task can be rebuilt from config.yaml with train.build)")
     d = read_run_file(path)
-    missing = [k for k in (*VOCAB_FIELDS, "src_vocab", "tgt_vocab") if not isinstance(d, dict) or k not in d]
+    facts = ("spec",) if isinstance(d, dict) and "spec" in d else FLAT_FIELDS
+    missing = [k for k in (*facts, "src_vocab", "tgt_vocab") if not isinstance(d, dict) or k not in d]
     if missing: raise ValueError(f"{path} is damaged: it has no {', '.join(missing)} (write it again by training the run)")
-    try: return {**d, "src_vocab": _vocab_of(d["src_vocab"]), "tgt_vocab": _vocab_of(d["tgt_vocab"]), "spec": _spec_of(d)}
+    try: return {"spec": _spec_of(d), "src_vocab": _vocab_of(d["src_vocab"]), "tgt_vocab": _vocab_of(d["tgt_vocab"]),
+                 "info": d.get("info") if isinstance(d.get("info"), dict) else {}}
     except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise ValueError(f"{path} is damaged: its vocabularies do not read ({type(e).__name__}: {e})") from None
+        raise ValueError(f"{path} is damaged: its spec or vocabularies do not read ({type(e).__name__}: {e})") from None
 
 # %% ../nbs/09_runs.ipynb #423a0021
 def _alive(pid:int) -> bool:
@@ -266,10 +272,10 @@ class Run:
         device = resolve_device(device)
         self.task = make_task(self.config.task) if data else None
         saved = (self.folder / "vocab.json").exists() or self.task is None
-        self.vocab = load_vocab(self.folder) if saved else {**_vocab_record(self.task), "src_vocab": self.task.src_vocab,
-                                                            "tgt_vocab": self.task.tgt_vocab, "spec": self.task.spec}
+        self.vocab = load_vocab(self.folder) if saved else {"spec": self.task.spec, "src_vocab": self.task.src_vocab,
+                                                            "tgt_vocab": self.task.tgt_vocab, "info": self.task.info}
         if self.task is not None and saved: _same_vocabularies(self.vocab, self.task, self.folder)
-        model = Transformer.from_task(self.config.model_to_build, SimpleNamespace(**self.vocab))
+        model = Transformer.from_spec(self.config.model_to_build, self.spec, self.src_vocab, self.tgt_vocab)
         try: model.load_state_dict(ck["model"])
         except RuntimeError as e:
             raise ValueError(f"{self.path} does not fit the model of its config.yaml: {str(e).splitlines()[0]}") from None
@@ -279,6 +285,14 @@ class Run:
     def spec(self) -> TaskSpec:
         "What the data decides (sides, formats, binarisation, orders, `n`, depth), as saved with the run."
         return self.vocab["spec"]
+    @property
+    def src_vocab(self): return self.vocab["src_vocab"]
+    @property
+    def tgt_vocab(self): return self.vocab["tgt_vocab"]
+    @property
+    def info(self) -> dict:
+        "The task's `info` as the run saved it (generator settings, data source, masking of a masked-key task)."
+        return self.vocab["info"]
 
     def metrics(self) -> tuple[list[dict], list[dict]]:
         "The run's training and evaluation records (`read_metrics`)."
@@ -294,5 +308,5 @@ class Run:
         return RunLock(self.folder)
 
     def __repr__(self):
-        v = self.vocab
-        return f"Run({str(self.folder)!r}: {v['name']}, {v['source']} -> {v['target']}, {self.path.name} at step {self.step})"
+        s = self.spec
+        return f"Run({str(self.folder)!r}: {s.name}, {s.source} -> {s.target}, {self.path.name} at step {self.step})"

@@ -26,6 +26,7 @@ from .corpora import (YAML_SAMPLE, docstring_functions, docstring_tokens, yaml_c
                                yaml_targets, yaml_example)
 from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder, left_nested
 from .semparse import DATASETS as SEMPARSE_DATASETS, semparse_builder
+from .pairs import pairs_task
 
 # %% auto #0
 __all__ = ['TASKS', 'DEFAULT_SIZES', 'PRESETS', 'SIDE_FORMATS', 'SOURCE_NORMALS', 'register_task', 'task_settings', 'TaskConfig',
@@ -301,32 +302,20 @@ class TaskSpec:
 # %% ../nbs/08f_tasks.ipynb #c01c8e2d
 @dataclass(eq=False, repr=False)
 class Task:
-    "Three splits of examples, their vocabularies and the facts a model needs about them."
-    name: str
+    """Three splits of examples, their vocabularies, and what the data decide about inputs and outputs (`spec`, a
+    `TaskSpec`: its fields read as the task's own, `task.source`, `task.max_depth`, ...; the spec is their one home)."""
+    spec: TaskSpec
     train: TaskDataset
     dev: TaskDataset
     test: TaskDataset
     src_vocab: SeqVocab|ArityVocab
     tgt_vocab: SeqVocab|ArityVocab
-    source: str                       # "sequence" or "tree"
-    target: str                       # "sequence", "tree" or "labels"
-    src_order: str                    # linearisation of tree sources
-    tgt_order: str                    # linearisation of tree targets
-    n: int|None                       # branching factor of the trees (None: no trees)
-    max_depth: int|None               # deepest depth allowed, the width K of tree positions
     info: dict = field(default_factory=dict)   # generator settings, data source, licence, filters
     config: TaskConfig|None = None    # the config the task was built from
-    src_format: str|None = None       # how a user's source is read (`TaskSpec`; None: tokens or sexpr by the side)
-    tgt_format: str|None = None       # how an output is written (`TaskSpec`; None: tokens or sexpr by the side)
-    src_binary: bool = False          # tree sources are binarised (`Tree.lcrs`) from the form a user writes
-    tgt_binary: bool = False          # tree targets are binarised: outputs are un-binarised (`Tree.unlcrs`)
-    src_normal: str|None = None       # how a user's source tree is put in the data's form (`SOURCE_NORMALS`; None: as written)
 
-    @property
-    def spec(self) -> TaskSpec:
-        "What the data decide about inputs and outputs (`TaskSpec`): saved with a run, read by `predict`."
-        return TaskSpec(self.name, self.source, self.target, self.src_order, self.tgt_order, self.n, self.max_depth,
-                        self.src_format, self.tgt_format, self.src_binary, self.tgt_binary, self.src_normal)
+    def __post_init__(self):
+        if not isinstance(self.spec, TaskSpec): raise TypeError(f"Task needs a TaskSpec first, got {self.spec!r:.80}")
+
     @property
     def splits(self) -> dict[str, TaskDataset]:
         return {"train": self.train, "dev": self.dev, "test": self.test}
@@ -342,6 +331,11 @@ class Task:
         sizes = "/".join(str(len(d)) for d in self.splits.values())
         return (f"Task({self.name!r}: {self.source} -> {self.target}, {sizes} examples, vocab {len(self.src_vocab)} -> "
                 f"{len(self.tgt_vocab)}, n={self.n}, max_depth={self.max_depth})")
+
+def _spec_field(name:str) -> property:
+    return property(lambda self: getattr(self.spec, name), doc=f"`spec.{name}` (`TaskSpec`)")
+for _f in fields(TaskSpec): setattr(Task, _f.name, _spec_field(_f.name))   # read-only views: the spec holds them
+
 
 # %% ../nbs/08f_tasks.ipynb #8390539a
 _CALL_ORDER = ("seed", "sizes", "order", "max_depth")      # the old call form's positional arguments after the name
@@ -416,8 +410,13 @@ def make_task(config:TaskConfig|str, # a `TaskConfig`, or a task name followed b
     if max_depth is None and deepest >= 0: max_depth = deepest
     built.setdefault("src_order", "bfs"); built.setdefault("tgt_order", config.order)
     built.setdefault("n", 2 if deepest >= 0 else None)
-    task = Task(name, *(TaskDataset(examples, f"{name}/{split}") for split, examples in splits.items()),
-                max_depth=max_depth if deepest >= 0 else None, config=config, **built)
+    spec = TaskSpec(name, max_depth=max_depth if deepest >= 0 else None,
+                    **{f.name: built.pop(f.name) for f in fields(TaskSpec) if f.name in built and f.name not in ("name", "max_depth")})
+    unknown = set(built) - {"src_vocab", "tgt_vocab", "info"}
+    if unknown: raise ValueError(f"the builder of {name} returned {', '.join(sorted(unknown))}: not a TaskSpec field nor "
+                                 f"src_vocab, tgt_vocab, info, splits or keep_repeats")
+    task = Task(spec, *(TaskDataset(examples, f"{name}/{split}") for split, examples in splits.items()),
+                config=config, **built)
     task.collate                                       # a `Collator` checks the builder's modalities and orders
     return task
 
@@ -497,8 +496,6 @@ register_task("py-docstring2ast", docstring2ast_task, replace=True)   # its buil
 
 # %% ../nbs/08f_tasks.ipynb #b4fb3c36
 register_task("yaml-keys", yaml_keys_task, replace=True, files=("corpus",), all_data=True)   # its builder: chapter 8b
-
-from .pairs import pairs_task            # your own pairs from files (chapter 8d)
 register_task("pairs", pairs_task, replace=True, files=("data", "dev", "test"), all_data=True)
 
 # %% ../nbs/08f_tasks.ipynb #72de57b4
