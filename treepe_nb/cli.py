@@ -15,7 +15,7 @@ from fastcore.docments import docments
 from .attention import ENCODINGS
 from .model import ModelConfig
 from .tasks import PRESETS, TASKS, TaskConfig
-from .runs import Run, read_metrics
+from .runs import Run, RunFolder, read_metrics
 from .yaml_reader import load_yaml_data
 from .commands import command_error, int_at_least
 from .config import (TrainConfig, import_modules, nested_settings, read_run_file, resolve_device,
@@ -148,7 +148,7 @@ def config_from_args(argv:Sequence[str]|None=None # command-line arguments (defa
     try:
         if args.resume:
             if args.config: p.error("--resume reads the run's own config.yaml; --config cannot be given with it")
-            stored = Path(getattr(args, "out", TrainConfig().out)) / "config.yaml"
+            stored = RunFolder(getattr(args, "out", TrainConfig().out)) / RunFolder.CONFIG
             if not stored.is_file(): p.error(f"--resume: no run to continue in {stored.parent} (no config.yaml)")
             values = TrainConfig.from_dict(_read_config(p, stored), str(stored)).to_dict()
         else:
@@ -266,8 +266,7 @@ def run_advice(run:str|Path # a run folder with metrics
     dev = min(math.log(e["perplexity"]) for e in scored)
     said = (f"no dev example was decoded right in {len(scored)} evaluation{'s' * (len(scored) != 1)} (best dev loss {dev:.3f} nats per token, "
             f"perplexity {math.exp(dev):.3g}; training loss {loss:.3f} over the last {min(len(trains), 20)} steps): ")
-    summary = Path(run) / "summary.json"
-    stopped = json.loads(summary.read_text()).get("stopped_early") if summary.is_file() else None
+    stopped = (RunFolder(run).summary() or {}).get("stopped_early")
     if stopped and "patience" in stopped:
         return said + (f"it stopped early ({stopped}): neither dev exact match nor dev perplexity improved; --patience 0 "
                        "or a larger --min-steps trains on, or try another --lr")
@@ -286,7 +285,7 @@ def train_cli(argv:Sequence[str]|None=None):
     except KeyboardInterrupt as e:
         for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)   # leaving: a further signal waits
         if not isinstance(e, Interrupted):              # (train said where it stopped and how to go on)
-            saved = cfg is not None and (Path(cfg.out) / "last.pt").exists()
+            saved = cfg is not None and (RunFolder(cfg.out) / RunFolder.LAST).exists()
             print("treepe-train: interrupted (" + ("last.pt holds the last saved step; continue with --resume)" if saved
                   else "nothing was saved)"), file=sys.stderr)
         sys.exit(130)

@@ -295,18 +295,20 @@ def stored_config(path:str|Path # a run folder's config.yaml
 
 def checkpoint_config(path:str|Path, # a checkpoint (best.pt or last.pt) in its run folder
                       ck:dict, # the loaded checkpoint (`runs.load_checkpoint`)
+                      stored:TrainConfig|None=None, # the folder's config.yaml as read (`runs.RunFolder.config`); None: read it here
                      ) -> TrainConfig: # the configuration its weights were trained with
     """A checkpoint's own configuration, checked against its folder's config.yaml: where the two differ on the model or
     the data (an edited config.yaml, or a checkpoint copied from another run), a `ValueError` naming the settings."""
     path = Path(path)
     try: cfg = TrainConfig.from_dict(ck["config"], f"{path} (its configuration)")
     except TypeError as e: raise ValueError(f"{path} holds no run configuration: {e}") from None
-    stored = path.parent / "config.yaml"
-    if stored.is_file():
-        a, b = _flat_settings(cfg), _flat_settings(stored_config(stored))
+    file = path.parent / "config.yaml"
+    if stored is None and file.is_file(): stored = stored_config(file)
+    if stored is not None:
+        a, b = _flat_settings(cfg), _flat_settings(stored)
         differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k not in RESUMABLE_CHANGES]
         if differ:
-            raise ValueError(f"{path} was trained with other settings than {stored} gives: " + "; ".join(
+            raise ValueError(f"{path} was trained with other settings than {file} gives: " + "; ".join(
                 f"{k} {a.get(k)!r} in the checkpoint, {b.get(k)!r} in config.yaml" for k in differ) +
                 " (an edited config.yaml, or a checkpoint from another run: its weights need the checkpoint's settings)")
     return cfg

@@ -18,7 +18,7 @@ import torch
 from tqdm.auto import tqdm
 from .trees import Tree
 from .train import TrainConfig, Interrupted, train, evaluate, decode_split, batch_loss
-from .runs import Run, checkpoint_state, read_metrics
+from .runs import Run, RunFolder, read_metrics
 from .model import ModelConfig
 from .tasks import TaskConfig, content_key, make_task
 from .model import exact_match
@@ -226,8 +226,8 @@ def run_cell(cfg:TrainConfig, # the cell
             ) -> dict: # what was written
     "Train one cell, score its dev-best checkpoint on the test split, and store a small JSON record of the run."
     t0, code = time.perf_counter(), code_version()            # the code as the cell starts
-    resume = (Path(cfg.out) / "last.pt").exists()              # an attempt that was cut off continues exactly
-    resumed_from = checkpoint_state(cfg.out, "last", require=("step",))[0]["step"] if resume else None
+    stopped = RunFolder(cfg.out).peek(RunFolder.LAST)          # an attempt that was cut off continues exactly
+    resume, resumed_from = stopped is not None, stopped and stopped["step"]
     summary = train(cfg, progress=False, resume=resume, overwrite=not resume)
     seconds = time.perf_counter() - t0
     loaded = Run(cfg.out, "best", data=True)

@@ -5,20 +5,120 @@
 # %% ../nbs/09_runs.ipynb #e0e86311
 from __future__ import annotations
 import errno, json, os, random, shutil, socket, sys, warnings
+from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 import numpy as np
 import torch
+import yaml
 from .batching import SeqVocab
 from .tracking import ArityVocab
 from .model import Transformer
 from .tasks import TaskSpec, make_task
-from .config import TrainConfig, checkpoint_config, import_modules, read_run_file, resolve_device
+from .config import TrainConfig, checkpoint_config, import_modules, read_run_file, resolve_device, stored_config
 
 # %% auto #0
-__all__ = ['VOCAB_KEYS', 'FLAT_FIELDS', 'CHECKPOINTS', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint',
-           'append_record', 'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab', 'RunLock',
-           'checkpoint_state', 'Run']
+__all__ = ['CHECKPOINTS', 'VOCAB_KEYS', 'FLAT_FIELDS', 'RunFolder', 'rng_state', 'set_rng_state', 'save_checkpoint',
+           'load_checkpoint', 'append_record', 'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab',
+           'RunLock', 'checkpoint_state', 'Run']
+
+# %% ../nbs/09_runs.ipynb #7211d368
+CHECKPOINTS = ("auto", "best", "last")   # auto: best.pt if there is one, else last.pt
+
+class RunFolder:
+    """The layout of one run folder: its files' names, which checkpoint each use reads, its config.yaml (read once),
+    its summary, and the one check that a checkpoint's weights fit the model of its settings."""
+    CONFIG, VOCAB, METRICS, SUMMARY = "config.yaml", "vocab.json", "metrics.jsonl", "summary.json"
+    BEST, LAST = "best.pt", "last.pt"
+    FILES = (CONFIG, VOCAB, METRICS, LAST, BEST, SUMMARY)   # what a run writes (besides eval_*.json and tensorboard/)
+    RESUME_ORDER = (LAST, BEST)                             # a resume continues from the newest state
+
+    def __init__(self, path:str|Path # the folder (it need not exist yet)
+                ):
+        self.path = Path(path)
+    def __truediv__(self, name:str) -> Path: return self.path / name
+    def __repr__(self): return f"RunFolder({str(self.path)!r})"
+
+    def held(self) -> list[str]:
+        "The run files of `FILES` that the folder holds."
+        return [f for f in self.FILES if (self.path / f).exists()]
+
+    def clear(self):
+        "Remove what a run wrote (`FILES`, `eval_*.json`, `tensorboard/`), for a run that replaces it."
+        for f in (*self.FILES, *(p.name for p in self.path.glob("eval_*.json"))): (self.path / f).unlink(missing_ok=True)
+        shutil.rmtree(self.path / "tensorboard", ignore_errors=True)
+        self.__dict__.pop("config", None)
+
+    def eval_file(self, split:str, # the split (or `data_NAME` for your own files)
+                  beam:int|None=None, # the beam width (None: greedy)
+                 ) -> Path:
+        "Where an evaluation is written: `eval_SPLIT.json`, or `eval_SPLIT_beamW.json` so that a beam never replaces greedy."
+        return self.path / (f"eval_{split}.json" if beam is None else f"eval_{split}_beam{beam}.json")
+
+    @cached_property
+    def config(self) -> TrainConfig:
+        "The settings of the folder's config.yaml, read once; `FileNotFoundError` where there is none."
+        path = self.path / self.CONFIG
+        if path.exists() and not path.is_file():
+            raise ValueError(f"{path} is not a regular file (a pipe, a device or a socket)")
+        if not path.is_file(): raise FileNotFoundError(f"{self.path} is not a run folder (no config.yaml)")
+        return stored_config(path)
+
+    def write_config(self, cfg:TrainConfig):
+        "Write the run's settings as its config.yaml."
+        (self.path / self.CONFIG).write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        self.__dict__.pop("config", None)                # read again (as a resume will read it) when next asked
+
+    def checkpoint_file(self, which:str="auto" # one of `CHECKPOINTS`
+                       ) -> Path:
+        "The checkpoint a trained model is read from: `auto` is best.pt if there is one, else last.pt."
+        if which not in CHECKPOINTS: raise ValueError(f"checkpoint must be auto, best or last, got {which!r}")
+        best = which == "best" or (which == "auto" and (self.path / self.BEST).exists())
+        if best and not (self.path / self.BEST).exists() and (self.path / self.LAST).exists():
+            raise FileNotFoundError(f"no best.pt in {self.path} (the run stopped before its first evaluation): use its last "
+                                    f"checkpoint (checkpoint='last', --checkpoint last)")
+        return self.path / (self.BEST if best else self.LAST)
+
+    def resume_file(self) -> Path|None:
+        "The checkpoint a resume continues from: last.pt, else best.pt (`RESUME_ORDER`); None where there is neither."
+        return next((self.path / n for n in self.RESUME_ORDER if (self.path / n).exists()), None)
+
+    def checkpoint(self, which:str|Path="auto", # one of `CHECKPOINTS`, or a checkpoint file of this folder
+                   require:tuple=("model", "step", "config"), # keys the checkpoint must hold
+                  ) -> tuple[dict, TrainConfig, Path]: # the checkpoint, the settings its weights were trained with, its file
+        "One checkpoint, read onto the CPU, with its own settings checked against the folder's config.yaml."
+        stored = self.config                              # a run folder first: then the checkpoint
+        path = which if isinstance(which, Path) else self.checkpoint_file(which)
+        ck = load_checkpoint(path, require=require)
+        return ck, checkpoint_config(path, ck, stored), path
+
+    def peek(self, name:str=LAST # a checkpoint's file name
+            ) -> dict|None: # its entries, the tensors memory-mapped (not read); None where there is no such file
+        "A checkpoint's small entries (`step`, `seconds`, ...) without reading its weights."
+        path = self.path / name
+        return load_checkpoint(path, require=("step",), mmap=True) if path.exists() else None
+
+    def fit(self, model:torch.nn.Module, # the model of the run's settings
+            state:dict, # a checkpoint's `model` state
+            path:Path, # the checkpoint it came from (named in the error)
+           ) -> torch.nn.Module: # the model, with the weights loaded
+        "Load a checkpoint's weights, or the one error for weights that do not fit the model of the run's settings."
+        try: model.load_state_dict(state)
+        except RuntimeError as e:
+            raise ValueError(f"{path} does not fit the model of its config.yaml: {str(e).splitlines()[0]}") from None
+        return model
+
+    def summary(self) -> dict|None:
+        "What training wrote when it ended (`summary.json`), else None (also for a pipe or device in its place)."
+        path = self.path / self.SUMMARY
+        return read_run_file(path) if path.is_file() else None
+
+    def write_summary(self, summary:dict):
+        "Write `summary.json` through a temporary file (a pipe in its place is replaced, not written; a full disk leaves none)."
+        tmp = self.path / (self.SUMMARY + ".tmp")
+        try: tmp.write_text(json.dumps(summary, indent=1))
+        except OSError: tmp.unlink(missing_ok=True); raise
+        os.replace(tmp, self.path / self.SUMMARY)
 
 # %% ../nbs/09_runs.ipynb #1eecc854
 def rng_state() -> dict: # the states of Python's, NumPy's and torch's (CPU and CUDA) generators
@@ -75,17 +175,18 @@ def save_checkpoint(path:str|Path, # the file (its folder must exist)
 
 def load_checkpoint(path:str|Path, # a checkpoint file, or a run folder (its best.pt, else last.pt)
                     require:tuple=("model",), # keys the checkpoint must hold
+                    mmap:bool=False, # map the tensors instead of reading them (to look at a checkpoint's small entries)
                    ) -> dict:
     "Read a checkpoint onto the CPU; a clear error for a missing, unreadable or incomplete file."
     path = Path(path)
     if path.is_dir():
-        found = [p for p in (path / "best.pt", path / "last.pt") if p.exists()]
-        if not found: raise FileNotFoundError(f"no checkpoint (best.pt or last.pt) in {path}")
-        path = found[0]
+        if not any((path / n).exists() for n in (RunFolder.BEST, RunFolder.LAST)):
+            raise FileNotFoundError(f"no checkpoint (best.pt or last.pt) in {path}")
+        path = RunFolder(path).checkpoint_file("auto")     # the rule for reading a trained model
     if not path.exists(): raise FileNotFoundError(f"no checkpoint at {path}")
     if not path.is_file():                              # a FIFO would block the read, /dev/zero never end it
         raise ValueError(f"the checkpoint {path} is not a regular file (a pipe, a device or a socket)")
-    try: ck = torch.load(path, map_location="cpu", weights_only=True)
+    try: ck = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except Exception as e:
         raise ValueError(f"cannot read the checkpoint {path} (corrupt or not a treepe_nb checkpoint): {e}") from None
     missing = [k for k in require if not isinstance(ck, dict) or k not in ck]
@@ -97,7 +198,7 @@ def append_record(run:str|Path, # a run folder
                   record:dict, # one JSON-able record: a training step or an evaluation
                  ):
     "Append one record to the run's `metrics.jsonl`."
-    with open(Path(run) / "metrics.jsonl", "a") as f: f.write(json.dumps(record) + "\n")
+    with open(Path(run) / RunFolder.METRICS, "a") as f: f.write(json.dumps(record) + "\n")
 
 def _records(path:Path) -> list[dict]:
     if not path.is_file(): raise ValueError(f"{path} is not a regular file (a pipe, a device or a socket)")   # a FIFO would block
@@ -114,7 +215,7 @@ def _records(path:Path) -> list[dict]:
 def read_metrics(run:str|Path # a run folder
                 ) -> tuple[list[dict], list[dict]]: # training records, evaluation records
     "The records of a run folder's `metrics.jsonl`: per training step, and per evaluation."
-    path = Path(run) / "metrics.jsonl"
+    path = Path(run) / RunFolder.METRICS
     if not path.exists():
         raise FileNotFoundError(f"no metrics.jsonl in {run}: not a run folder, or nothing recorded yet")
     rows = _records(path)
@@ -124,7 +225,7 @@ def truncate_records(run:str|Path, # a run folder
                      step:int, # the step of the checkpoint the run resumes from
                     ):
     "Drop the records written after `step` (a resumed run writes them again)."
-    path = Path(run) / "metrics.jsonl"
+    path = Path(run) / RunFolder.METRICS
     if not path.exists(): return
     rows = [r for r in _records(path) if r["step"] <= step]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -157,15 +258,15 @@ def save_vocab(run:str|Path, # a run folder
                task, # a `tasks.Task`: its vocabularies, its `TaskSpec` and `info`
               ) -> Path:
     "Write the task's `TaskSpec`, vocabularies and `info` into `run/vocab.json` (atomically), as `VOCAB_KEYS`."
-    path = Path(run) / "vocab.json"
-    tmp = path.with_name("vocab.json.tmp")
+    path = Path(run) / RunFolder.VOCAB
+    tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(_vocab_record(task))); os.replace(tmp, path)
     return path
 
 def load_vocab(run:str|Path # a run folder
               ) -> dict: # `VOCAB_KEYS`: `spec` (a `TaskSpec`), `src_vocab`, `tgt_vocab` (as vocabularies), `info`
     "What `save_vocab` wrote, or a flat vocab.json of an older version; a `FileNotFoundError` where there is none."
-    path = Path(run) / "vocab.json"
+    path = Path(run) / RunFolder.VOCAB
     if not path.exists():
         raise FileNotFoundError(f"no vocab.json in {run}: a run of an older version, or not a run folder "
                                 f"(the task can be rebuilt from config.yaml with train.build)")
@@ -228,25 +329,12 @@ class RunLock:
     def __exit__(self, *exc): self.release()
 
 # %% ../nbs/09_runs.ipynb #32cda98b
-CHECKPOINTS = ("auto", "best", "last")   # auto: best.pt if there is one, else last.pt
-
 def checkpoint_state(folder:str|Path, # a run folder
                      checkpoint:str="auto", # one of `CHECKPOINTS`
                      require:tuple=("model", "step", "config"), # keys the checkpoint must hold
                     ) -> tuple[dict, TrainConfig, Path]: # the checkpoint, the settings its weights were trained with, its file
     "One checkpoint of a run folder, read onto the CPU, with its own settings checked against the folder's config.yaml."
-    folder = Path(folder)
-    if (folder / "config.yaml").exists() and not (folder / "config.yaml").is_file():
-        raise ValueError(f"{folder / 'config.yaml'} is not a regular file (a pipe, a device or a socket)")
-    if not (folder / "config.yaml").is_file(): raise FileNotFoundError(f"{folder} is not a run folder (no config.yaml)")
-    if checkpoint not in CHECKPOINTS: raise ValueError(f"checkpoint must be auto, best or last, got {checkpoint!r}")
-    name = "best" if checkpoint == "auto" and (folder / "best.pt").exists() else checkpoint.replace("auto", "last")
-    path = folder / f"{name}.pt"
-    if name == "best" and not path.exists() and (folder / "last.pt").exists():
-        raise FileNotFoundError(f"no best.pt in {folder} (the run stopped before its first evaluation): use its last "
-                                f"checkpoint (checkpoint='last', --checkpoint last)")
-    ck = load_checkpoint(path, require=require)
-    return ck, checkpoint_config(path, ck), path
+    return RunFolder(folder).checkpoint(checkpoint, require)
 
 def _same_vocabularies(saved:dict, task, folder:Path):
     "Refuse a rebuilt task whose vocabularies differ from those the run saved (its model's ids would name other tokens)."
@@ -267,19 +355,17 @@ class Run:
                  imports:Sequence[str]=(), # your modules that the run needs, imported first (a run folder imports nothing itself)
                 ):
         import_modules(imports)                         # code you name; the run's own record of it is only checked
-        ck, self.config, self.path = checkpoint_state(folder, checkpoint)
+        self.run_folder = RunFolder(folder)
+        ck, self.config, self.path = self.run_folder.checkpoint(checkpoint)
         self.folder, self.step = Path(folder), ck["step"]
         device = resolve_device(device)
         self.task = make_task(self.config.task) if data else None
-        saved = (self.folder / "vocab.json").exists() or self.task is None
+        saved = (self.run_folder / RunFolder.VOCAB).exists() or self.task is None
         self.vocab = load_vocab(self.folder) if saved else {"spec": self.task.spec, "src_vocab": self.task.src_vocab,
                                                             "tgt_vocab": self.task.tgt_vocab, "info": self.task.info}
         if self.task is not None and saved: _same_vocabularies(self.vocab, self.task, self.folder)
         model = Transformer.from_spec(self.config.model_to_build, self.spec, self.src_vocab, self.tgt_vocab)
-        try: model.load_state_dict(ck["model"])
-        except RuntimeError as e:
-            raise ValueError(f"{self.path} does not fit the model of its config.yaml: {str(e).splitlines()[0]}") from None
-        self.model = model.to(device).eval()
+        self.model = self.run_folder.fit(model, ck["model"], self.path).to(device).eval()
 
     @property
     def spec(self) -> TaskSpec:
@@ -300,8 +386,7 @@ class Run:
 
     def summary(self) -> dict|None:
         "What training wrote when it ended (`summary.json`: steps, best dev, test score, why it stopped), else None."
-        path = self.folder / "summary.json"
-        return read_run_file(path) if path.exists() else None
+        return self.run_folder.summary()
 
     def lock(self) -> RunLock:
         "The folder's lock (`with run.lock(): ...` holds the folder against a training run starting in it)."

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09a_train.ipynb #5b08539a
 from __future__ import annotations
-import contextlib, json, math, os, random, shutil, signal, sys, threading, time
+import contextlib, json, math, os, random, signal, sys, threading, time
 from dataclasses import dataclass, field, fields, asdict, replace
 from pathlib import Path
 from typing import Sequence
@@ -23,8 +23,8 @@ from .model import ModelConfig, Transformer, check_number, exact_match
 from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
 from .batching import Batch
 from .config import (RUN_PE, AMP_MODES, BEST_METRICS, RESUMABLE_CHANGES, TrainConfig, check_device,
-                              resolve_device, nested_settings, resume_changes, stored_config, checkpoint_config)
-from .runs import (RunLock, append_record, checkpoint_state, load_checkpoint, read_metrics, rng_state,
+                              resolve_device, nested_settings, resume_changes, checkpoint_config)
+from .runs import (RunFolder, RunLock, append_record, load_checkpoint, read_metrics, rng_state,
                             save_checkpoint, set_rng_state, truncate_records, save_vocab)
 
 # %% auto #0
@@ -166,7 +166,7 @@ def eval_record(run:str|Path, # the run folder
     """An evaluation of a run's checkpoint as `treepe-eval` reports it, also written to `RUN/eval_SPLIT.json` (greedy) or
     `RUN/eval_SPLIT_beamW.json` (beam width W), so that a beam evaluation never replaces the greedy one."""
     result = {"run": str(run), "split": split, "checkpoint": checkpoint, "step": step, "beam": beam, **metrics}
-    path = Path(run) / (f"eval_{split}.json" if beam is None else f"eval_{split}_beam{beam}.json")
+    path = RunFolder(run).eval_file(split, beam)
     try: path.write_text(json.dumps(result, indent=1))
     except OSError as e: print(f"could not write {path} ({e.strerror}); the result is returned", file=sys.stderr)
     return result
@@ -215,15 +215,14 @@ def dropped_examples(info:dict # a task's `info` (`Task.info`)
     return {k: v for k, v in counts.items() if v}
 
 # %% ../nbs/09a_train.ipynb #dfd40648
-def _stopped_early(out:Path, ck:dict, cfg:TrainConfig) -> dict|None:
+def _stopped_early(folder:RunFolder, ck:dict, cfg:TrainConfig) -> dict|None:
     "The summary of a run that already stopped early at this checkpoint under the same stopping settings, else None."
-    if not (out / "summary.json").is_file(): return None     # none, or a pipe or device (which would block the read)
-    try: s = json.loads((out / "summary.json").read_text())
+    try: s = folder.summary()                            # None: none, or a pipe or device (which would block the read)
     except (OSError, ValueError): return None
     if not isinstance(s, dict) or not s.get("stopped_early") or s.get("step") != ck["step"]: return None
     stored = ck["config"] if isinstance(ck.get("config"), dict) else {}
     if (stored.get("patience"), stored.get("min_steps", 0), stored.get("stop_when_perfect")) != (cfg.patience, cfg.min_steps, cfg.stop_when_perfect): return None
-    print(f"{out} stopped early at step {ck['step']} ({s['stopped_early']}): there is nothing to resume; to train on, "
+    print(f"{folder.path} stopped early at step {ck['step']} ({s['stopped_early']}): there is nothing to resume; to train on, "
           f"change patience, min_steps or stop_when_perfect (--patience, --min-steps, --no-stop-when-perfect)", file=sys.stderr)
     return s
 
@@ -240,37 +239,32 @@ def _start_line(task:Task, model:nn.Module, cfg:TrainConfig) -> str:
 class Interrupted(KeyboardInterrupt):
     "A run stopped by Ctrl-C or SIGTERM at a step boundary, after saving last.pt (resume continues it exactly)."
 
-_RUN_FILES = ("config.yaml", "vocab.json", "metrics.jsonl", "last.pt", "best.pt", "summary.json")
-
-def _prepare_folder(out:Path, cfg:TrainConfig, resume:bool, overwrite:bool) -> dict|None:
-    "Check what the folder holds against what was asked; returns the checkpoint to resume from, if any."
-    held = [f for f in _RUN_FILES if (out / f).exists()]
+def _prepare_folder(folder:RunFolder, cfg:TrainConfig, resume:bool, overwrite:bool) -> tuple[dict|None, Path|None]:
+    "Check what the folder holds against what was asked; returns the checkpoint to resume from and its file, if any."
+    out = folder.path
     if resume:
-        if not (out / "config.yaml").exists():
+        if not (out / RunFolder.CONFIG).exists():
             raise FileNotFoundError(f"nothing to resume in {out}: no config.yaml there" +
                                     ("" if out.exists() else " (the folder does not exist)"))
-        stored = stored_config(out / "config.yaml")
-        for k, (x, y) in resume_changes(stored, cfg).items():
+        for k, (x, y) in resume_changes(folder.config, cfg).items():
             print(f"resuming {out} with {k} {x!r} -> {y!r}", file=sys.stderr)
-        for name in ("last.pt", "best.pt"):           # last.pt, else best.pt (it holds the full state too)
-            if (out / name).exists():
-                ck, _, _ = checkpoint_state(out, name.removesuffix(".pt"),          # of this run, not of another
-                                            require=("model", "optimizer", "scheduler", "step", "rng", "config"))
-                if name == "best.pt":
-                    print(f"{out} has no last.pt: resuming from best.pt at step {ck['step']} (the records after it "
-                          f"are made again)", file=sys.stderr)
-                else: print(f"resuming {out} from last.pt at step {ck['step']} of {cfg.steps}", file=sys.stderr)
-                return ck
+        path = folder.resume_file()                    # last.pt, else best.pt (it holds the full state too)
+        if path is not None:
+            ck, _, _ = folder.checkpoint(path, require=("model", "optimizer", "scheduler", "step", "rng", "config"))
+            if path.name == RunFolder.BEST:
+                print(f"{out} has no last.pt: resuming from best.pt at step {ck['step']} (the records after it "
+                      f"are made again)", file=sys.stderr)
+            else: print(f"resuming {out} from last.pt at step {ck['step']} of {cfg.steps}", file=sys.stderr)
+            return ck, path
         print(f"{out} has no checkpoint yet (stopped before its first): the run starts again from step 0, "
               f"which is where it was", file=sys.stderr)
-        (out / "summary.json").unlink(missing_ok=True)   # the records are cut back to step 0 when training starts
-        return None
-    if held and not overwrite:
+        (out / RunFolder.SUMMARY).unlink(missing_ok=True)   # the records are cut back to step 0 when training starts
+        return None, None
+    if (held := folder.held()) and not overwrite:
         raise FileExistsError(f"{out} already holds a run ({', '.join(held)}): continue it with --resume, or "
                               f"replace it with --overwrite")
-    for f in (*_RUN_FILES, *(p.name for p in out.glob("eval_*.json"))): (out / f).unlink(missing_ok=True)
-    shutil.rmtree(out / "tensorboard", ignore_errors=True)
-    return None
+    folder.clear()
+    return None, None
 
 STOP_WAIT = 20   # seconds a signal waits for the next step boundary (and a save) before it interrupts the step
 
@@ -322,12 +316,13 @@ def train(cfg:TrainConfig, # the run's settings
     threads = cfg.threads or (1 if (os.cpu_count() or 1) <= 4 else None)
     if threads: torch.set_num_threads(threads)
     out = Path(cfg.out)
+    folder = RunFolder(out)
     lock = RunLock(out) if rank == 0 else None
     handlers, stop = {}, {"signal": None, "building": True}
     try:
         handlers = _stop_signals(stop)                 # before the lock and the build: a signal there stops at once
         if lock: lock.acquire()
-        ck = _prepare_folder(out, cfg, resume, overwrite)
+        ck, ck_path = _prepare_folder(folder, cfg, resume, overwrite)
         task, model = build(cfg)
         model.to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
@@ -335,15 +330,13 @@ def train(cfg:TrainConfig, # the run's settings
         sched = warmup_cosine(opt, cfg.warmup, cfg.steps)
         step, best, best_step, since_best, early, spent, best_ppl = 0, None, None, 0, None, 0.0, None
         if ck is not None:
-            try: model.load_state_dict(ck["model"])
-            except RuntimeError as e:
-                raise ValueError(f"{out}/last.pt does not fit the model of its config.yaml: {str(e).splitlines()[0]}") from None
+            folder.fit(model, ck["model"], ck_path)
             opt.load_state_dict(ck["optimizer"])
             sched.load_state_dict(ck["scheduler"])
             step, best, best_step, since_best = ck["step"], ck["best"], ck["best_step"], ck.get("since_best", 0)
             spent, best_ppl = ck.get("seconds"), ck.get("best_perplexity")    # None: a checkpoint from before they were kept
             set_rng_state(ck["rng"])
-            if (done := _stopped_early(out, ck, cfg)) is not None: return done
+            if (done := _stopped_early(folder, ck, cfg)) is not None: return done
         per = cfg.batch_size // world
         sampler = DistributedSampler(
             task.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True
@@ -355,7 +348,7 @@ def train(cfg:TrainConfig, # the run's settings
             )
         if rank == 0: print(_start_line(task, model, cfg), file=sys.stderr)
         if rank == 0:
-            (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+            folder.write_config(cfg)
             save_vocab(out, task)                      # what `predict.load_run` needs without rebuilding the data
             truncate_records(out, step)
         net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
@@ -370,7 +363,7 @@ def train(cfg:TrainConfig, # the run's settings
             return None if spent is None else spent + time.perf_counter() - started
 
         def checkpoint(name):
-            save_checkpoint(out / name, model=model.state_dict(), optimizer=opt.state_dict(),
+            save_checkpoint(folder / name, model=model.state_dict(), optimizer=opt.state_dict(),
                             scheduler=sched.state_dict(), step=step, best=best, best_step=best_step, since_best=since_best,
                             best_perplexity=best_ppl, seconds=seconds(), config=cfg.to_dict())
 
@@ -384,12 +377,12 @@ def train(cfg:TrainConfig, # the run's settings
                     if board is not None and m[k] is not None: board.add_scalar(f"dev/{k}", m[k], step)
                 if _improves(cfg.best_metric, m, best, best_ppl):
                     best, best_step, since_best, best_ppl = m[cfg.best_metric], step, 0, m["perplexity"]
-                    checkpoint("best.pt")
+                    checkpoint(RunFolder.BEST)
                 else: since_best += 1
                 if cfg.stop_when_perfect and m["exact_match"] == 1.0: early = "dev exact match 1.0 (stop_when_perfect)"
                 elif cfg.patience and since_best >= cfg.patience and step >= cfg.min_steps:
                     early = f"no better dev {cfg.best_metric} in {since_best} evaluations (patience={cfg.patience})"
-                checkpoint("last.pt")
+                checkpoint(RunFolder.LAST)
                 em = "none decoded" if m["exact_match"] is None else f"{m['exact_match']:.3f}"
                 bar.write(f"step {step}: dev perplexity {m['perplexity']:.3f}, token accuracy {m['token_accuracy']:.3f}, "
                           f"exact match {em}" + (f"; stopping early: {early}" if early else ""), file=sys.stderr)
@@ -436,7 +429,7 @@ def train(cfg:TrainConfig, # the run's settings
                         print(f"step {step}/{cfg.steps}: loss {mean:.3f}, {rate:.0f} tokens/s, "
                               f"{last_line - started:.0f} s{togo}", file=sys.stderr, flush=True)
                 if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps: evaluation()
-                elif rank == 0 and cfg.checkpoint_every and step % cfg.checkpoint_every == 0: checkpoint("last.pt")
+                elif rank == 0 and cfg.checkpoint_every and step % cfg.checkpoint_every == 0: checkpoint(RunFolder.LAST)
                 stopping, finished = stop["signal"] is not None, early is not None
                 if world > 1:
                     flags = _all_sum(torch.tensor([float(stopping), float(finished)], device=device), world)
@@ -444,28 +437,25 @@ def train(cfg:TrainConfig, # the run's settings
                 if stopping:                                   # at a step boundary: the saved state resumes exactly
                     if stop.get("timer") is not None: stop["timer"].cancel()   # in time: the save is not interrupted
                     if rank == 0:
-                        checkpoint("last.pt")
-                        bar.write(f"{stop['signal'] or 'stopped'} at step {step}: {out / 'last.pt'} saved; continue "
+                        checkpoint(RunFolder.LAST)
+                        bar.write(f"{stop['signal'] or 'stopped'} at step {step}: {folder / RunFolder.LAST} saved; continue "
                                   f"with --resume", file=sys.stderr)
                     raise Interrupted(step)
                 if finished: break                              # early stopping (the evaluation saved last.pt)
         finally:
             bar.close()
             if board is not None: board.close()
-        if rank == 0 and step < cfg.steps: checkpoint("last.pt")                  # stopped early: resumable
+        if rank == 0 and step < cfg.steps: checkpoint(RunFolder.LAST)             # stopped early: resumable
         evals = read_metrics(out)[1] if rank == 0 else []
         summary = {"run": str(out), "step": step, "best_step": best_step, cfg.best_metric: best,
                    "stopped_early": early, "dev": evals[-1] if evals else None, "seconds": seconds(),
                    "dropped": dropped_examples(task.info)}
         if rank == 0 and cfg.test and best_step is not None:            # with the task in hand: nothing is built again
-            model.load_state_dict(load_checkpoint(out / "best.pt")["model"])
+            model.load_state_dict(load_checkpoint(folder / RunFolder.BEST)["model"])
             scored = evaluate(model, task, "test", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
                               max_output_nodes=cfg.max_output_nodes, device=device)
             summary["test"] = eval_record(out, "test", "best", best_step, scored, cfg.beam)
-        if rank == 0:                                   # through a temporary file: a pipe in its place is replaced, not written
-            try: (out / "summary.json.tmp").write_text(json.dumps(summary, indent=1))
-            except OSError: (out / "summary.json.tmp").unlink(missing_ok=True); raise   # a full disk: no half file left
-            os.replace(out / "summary.json.tmp", out / "summary.json")
+        if rank == 0: folder.write_summary(summary)     # through a temporary file: a pipe in its place is replaced
         if world > 1: dist.barrier(); dist.destroy_process_group()
         return summary
     finally:
