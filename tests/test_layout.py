@@ -234,3 +234,73 @@ def test_model_and_train_test_no_encoding_by_class_or_name():
                 found += [f"{module}.py:{node.lineno} compares with {c.value!r}" for c in [node.left, *node.comparators]
                           if isinstance(c, ast.Constant) and c.value in names]
     assert not found, found
+
+
+# Limits of #56: one home for a run folder's file names, no long functions (the training recipe is a class of short
+# methods, not one 158-line function), and export cells of three or more definitions that may shrink, never grow.
+
+RUN_FILE_NAMES = {"best.pt", "last.pt", "config.yaml", "vocab.json", "metrics.jsonl", "summary.json"}
+RUN_FILE_HOMES = {
+    "runs": "RunFolder: the one class that knows a run folder's layout",
+    "config": "checkpoint_config reads config.yaml beside a checkpoint when its caller passes none (chapter 8g, before runs)",
+}
+MAX_FUNCTION_LINES = 80
+MAX_CROWDED_CELLS = 78      # export cells with three or more definitions (77 of 265 when issue 56 was filed)
+
+
+def run_file_literals(sources:dict[str, str]) -> dict[str, list[str]]:
+    "Per module, where a run file's name is written as a string of its own (`\"best.pt\"`), by line."
+    out = {}
+    for module, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Constant) and node.value in RUN_FILE_NAMES:
+                out.setdefault(module, []).append(f"line {node.lineno}: {node.value}")
+    return out
+
+
+def long_functions(sources:dict[str, str], limit:int=MAX_FUNCTION_LINES) -> list[str]:
+    "Functions and methods longer than `limit` lines, as `module.name (lines)`."
+    return [f"{m}.{n.name} ({n.end_lineno - n.lineno + 1})" for m, src in sources.items() for n in ast.walk(ast.parse(src))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > limit]
+
+
+def crowded_cells(notebooks:dict[str, list[str]]) -> list[str]:
+    "Export cells (`#| export`) that hold three or more top-level definitions, as `notebook#cell`."
+    out = []
+    for nb, cells in notebooks.items():
+        for i, source in enumerate(cells):
+            if not re.match(r"#\|\s*export\b", source): continue
+            try: body = ast.parse(source).body
+            except SyntaxError: continue
+            if sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in body) >= 3:
+                out.append(f"{nb}#{i}")
+    return out
+
+
+def test_run_file_rule_can_fail():
+    assert run_file_literals({"a": 'p = d / "best.pt"\nf"no best.pt in {d}"', "b": "x = 'best'"}) == {"a": ["line 1: best.pt"]}
+
+
+def test_long_function_rule_can_fail():
+    assert long_functions({"m": "def f():\n" + "    x = 1\n" * 3}, limit=3) == ["m.f (4)"]
+
+
+def test_crowded_cell_rule_can_fail():
+    cells = {"nb": ["#| export\ndef a(): pass\ndef b(): pass\nclass C: pass", "def a(): pass\ndef b(): pass\ndef c(): pass",
+                    "#| export\ndef a(): pass\ndef b(): pass"]}
+    assert crowded_cells(cells) == ["nb#0"]
+
+
+def test_run_file_names_have_one_home():
+    assert set(run_file_literals(SOURCES)) <= set(RUN_FILE_HOMES), run_file_literals(SOURCES)
+
+
+def test_no_function_is_long():
+    assert long_functions(SOURCES) == []
+
+
+def test_crowded_export_cells_do_not_grow():
+    import json
+    notebooks = {p.stem: ["".join(c["source"]) for c in json.loads(p.read_text())["cells"] if c["cell_type"] == "code"]
+                 for p in sorted((ROOT.parent / "nbs").glob("*.ipynb"))}
+    assert len(crowded_cells(notebooks)) <= MAX_CROWDED_CELLS

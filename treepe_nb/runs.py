@@ -22,7 +22,7 @@ __all__ = ['CHECKPOINTS', 'VOCAB_KEYS', 'FLAT_FIELDS', 'RunFolder', 'rng_state',
            'load_checkpoint', 'append_record', 'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab',
            'RunLock', 'checkpoint_state', 'Run']
 
-# %% ../nbs/09_runs.ipynb #7211d368
+# %% ../nbs/09_runs.ipynb #59142f1a
 CHECKPOINTS = ("auto", "best", "last")   # auto: best.pt if there is one, else last.pt
 
 class RunFolder:

@@ -24,12 +24,13 @@ from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
 from .batching import Batch
 from .config import (RUN_PE, AMP_MODES, BEST_METRICS, RESUMABLE_CHANGES, TrainConfig, check_device,
                               resolve_device, nested_settings, resume_changes, checkpoint_config)
+from fastcore.basics import patch
 from .runs import (RunFolder, RunLock, append_record, load_checkpoint, read_metrics, rng_state,
                             save_checkpoint, set_rng_state, truncate_records, save_vocab)
 
 # %% auto #0
 __all__ = ['STOP_WAIT', 'amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
-           'eval_record', 'dropped_examples', 'Interrupted', 'train', 'plot_run']
+           'eval_record', 'dropped_examples', 'Interrupted', 'TrainRecipe', 'train', 'plot_run']
 
 # %% ../nbs/09a_train.ipynb #82dd9fc3
 def amp_context(amp:str, # one of `AMP_MODES`
@@ -214,7 +215,7 @@ def dropped_examples(info:dict # a task's `info` (`Task.info`)
               "beyond sizes": sum(info.get("unused") or ())}
     return {k: v for k, v in counts.items() if v}
 
-# %% ../nbs/09a_train.ipynb #dfd40648
+# %% ../nbs/09a_train.ipynb #83d2643c
 def _stopped_early(folder:RunFolder, ck:dict, cfg:TrainConfig) -> dict|None:
     "The summary of a run that already stopped early at this checkpoint under the same stopping settings, else None."
     try: s = folder.summary()                            # None: none, or a pipe or device (which would block the read)
@@ -225,19 +226,6 @@ def _stopped_early(folder:RunFolder, ck:dict, cfg:TrainConfig) -> dict|None:
     print(f"{folder.path} stopped early at step {ck['step']} ({s['stopped_early']}): there is nothing to resume; to train on, "
           f"change patience, min_steps or stop_when_perfect (--patience, --min-steps, --no-stop-when-perfect)", file=sys.stderr)
     return s
-
-def _start_line(task:Task, model:nn.Module, cfg:TrainConfig) -> str:
-    "What a run starts with: the task's splits (and what was left out), the vocabularies, the parameters, the encodings."
-    dropped = dropped_examples(task.info)
-    limits = {"over max_example_nodes": f" ({task.info.get('max_example_nodes')})", "beyond sizes": f" {cfg.task.builder_sizes}"}
-    left = ", ".join(f"{v} {k}{limits.get(k, '')}" for k, v in dropped.items())
-    return (f"{task.name} ({cfg.task.order}): {'/'.join(str(len(s)) for s in task.splits.values())} train/dev/test examples"
-            + (f" (left out: {left}; summary.json counts them)" if left else "")
-            + f"; vocabularies {len(task.src_vocab)} -> {len(task.tgt_vocab)}; "
-            f"{sum(p.numel() for p in model.parameters()):,} parameters; encodings {'/'.join(cfg.model.encodings)}")
-
-class Interrupted(KeyboardInterrupt):
-    "A run stopped by Ctrl-C or SIGTERM at a step boundary, after saving last.pt (resume continues it exactly)."
 
 def _prepare_folder(folder:RunFolder, cfg:TrainConfig, resume:bool, overwrite:bool) -> tuple[dict|None, Path|None]:
     "Check what the folder holds against what was asked; returns the checkpoint to resume from and its file, if any."
@@ -266,6 +254,10 @@ def _prepare_folder(folder:RunFolder, cfg:TrainConfig, resume:bool, overwrite:bo
     folder.clear()
     return None, None
 
+# %% ../nbs/09a_train.ipynb #a1120b66
+class Interrupted(KeyboardInterrupt):
+    "A run stopped by Ctrl-C or SIGTERM at a step boundary, after saving last.pt (resume continues it exactly)."
+
 STOP_WAIT = 20   # seconds a signal waits for the next step boundary (and a save) before it interrupts the step
 
 def _stop_signals(stop:dict):
@@ -288,6 +280,17 @@ def _stop_signals(stop:dict):
         stop["timer"].start()
     return {s: signal.signal(s, request) for s in (signal.SIGINT, signal.SIGTERM)}
 
+# %% ../nbs/09a_train.ipynb #b217ee38
+def _start_line(task:Task, model:nn.Module, cfg:TrainConfig) -> str:
+    "What a run starts with: the task's splits (and what was left out), the vocabularies, the parameters, the encodings."
+    dropped = dropped_examples(task.info)
+    limits = {"over max_example_nodes": f" ({task.info.get('max_example_nodes')})", "beyond sizes": f" {cfg.task.builder_sizes}"}
+    left = ", ".join(f"{v} {k}{limits.get(k, '')}" for k, v in dropped.items())
+    return (f"{task.name} ({cfg.task.order}): {'/'.join(str(len(s)) for s in task.splits.values())} train/dev/test examples"
+            + (f" (left out: {left}; summary.json counts them)" if left else "")
+            + f"; vocabularies {len(task.src_vocab)} -> {len(task.tgt_vocab)}; "
+            f"{sum(p.numel() for p in model.parameters()):,} parameters; encodings {'/'.join(cfg.model.encodings)}")
+
 def _tensorboard(out:Path, step:int):
     "A TensorBoard writer into `out/tensorboard` that drops what an interrupted run wrote after `step` (its resume point)."
     try: from torch.utils.tensorboard import SummaryWriter
@@ -298,6 +301,212 @@ def _tensorboard(out:Path, step:int):
     except OSError as e:                                 # a file in the way, a read-only folder, a full disk
         raise ValueError(f"tensorboard=true: cannot write the curves to {out / 'tensorboard'}: {e.strerror or e}") from None
 
+# %% ../nbs/09a_train.ipynb #ba8db250
+class TrainRecipe:
+    """One training run as a recipe: `setup`, then `fit` (the loop of `train_step`, `evaluate_dev` and `save`), then
+    `finish`; `run` does all three with the folder locked and Ctrl-C / SIGTERM stopping at a step boundary."""
+    def __init__(self, cfg:TrainConfig, # the run's settings
+                 progress:bool|None=None, # a progress bar (None: only on a terminal)
+                 stop_at:int|None=None, # stop after this step, as an interruption would (the schedule still spans cfg.steps)
+                 log_every:float=10.0, # seconds between progress lines on stderr when there is no progress bar (0: none)
+                ):
+        self.cfg, self.progress, self.stop_at, self.log_every = cfg, progress, stop_at, log_every
+        self.rank, self.world, self.device = _setup_distributed(cfg.device)
+        if cfg.batch_size % self.world:
+            raise ValueError(f"batch_size={cfg.batch_size} must be a multiple of the number of processes ({self.world})")
+        threads = cfg.threads or (1 if (os.cpu_count() or 1) <= 4 else None)
+        if threads: torch.set_num_threads(threads)
+        self.folder = RunFolder(cfg.out)
+        self.stop = {"signal": None, "building": True}   # `_stop_signals` sets "signal"; "building": no step yet
+        self.step, self.best, self.best_step, self.since_best, self.early = 0, None, None, 0, None
+        self.spent, self.best_ppl, self.started, self.board = 0.0, None, None, None
+
+    def seconds(self) -> float|None:
+        "The training loop's wall-clock seconds over every attempt so far (None if an earlier attempt did not count them)."
+        return None if self.spent is None else self.spent + time.perf_counter() - self.started
+
+# %% ../nbs/09a_train.ipynb #c964ece3
+@patch
+def setup(self:TrainRecipe, resume:bool=False, # continue the run in the folder (only `RESUMABLE_CHANGES` may differ)
+          overwrite:bool=False, # replace a run already in the folder
+         ) -> dict|None: # the summary of a resumed run with nothing left to train, else None
+    "Check the folder, build the task, model, optimiser and schedule, restore a checkpoint to resume, write the run's files."
+    cfg = self.cfg
+    ck, ck_path = _prepare_folder(self.folder, cfg, resume, overwrite)
+    self.folder.path.mkdir(parents=True, exist_ok=True)  # (`run`'s lock made it already)
+    self.task, self.model = build(cfg)
+    self.model.to(self.device)
+    self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                 fused=self.device.type in ("cpu", "cuda"))      # one kernel for all parameters
+    self.sched = warmup_cosine(self.opt, cfg.warmup, cfg.steps)
+    if ck is not None:
+        self.folder.fit(self.model, ck["model"], ck_path)
+        self.opt.load_state_dict(ck["optimizer"])
+        self.sched.load_state_dict(ck["scheduler"])
+        self.step, self.best, self.best_step, self.since_best = ck["step"], ck["best"], ck["best_step"], ck.get("since_best", 0)
+        self.spent, self.best_ppl = ck.get("seconds"), ck.get("best_perplexity")   # None: a checkpoint from before they were kept
+        set_rng_state(ck["rng"])
+        if (done := _stopped_early(self.folder, ck, cfg)) is not None: return done
+    self.per = cfg.batch_size // self.world
+    self.sampler = DistributedSampler(self.task.train, num_replicas=self.world, rank=self.rank, shuffle=True, seed=cfg.seed,
+                                      drop_last=True)
+    self.per_epoch = len(self.sampler) // self.per
+    if self.per_epoch < 1:
+        raise ValueError(f"the training split has {len(self.task.train)} examples, fewer than batch_size={cfg.batch_size}")
+    if self.rank == 0:
+        print(_start_line(self.task, self.model, cfg), file=sys.stderr)
+        self.folder.write_config(cfg)
+        save_vocab(self.folder.path, self.task)          # what `predict.load_run` needs without rebuilding the data
+        truncate_records(self.folder.path, self.step)
+    self.net = nn.parallel.DistributedDataParallel(self.model) if self.world > 1 else self.model
+    self.autocast = amp_context(cfg.amp, self.device)
+    self.step_loss, self.collate = batch_loss, replace(self.task.collate, plans=self.model.reads_plans)   # host work only for an encoding that reads it
+    if cfg.compile:                                      # traced once per padded shape: lengths padded to sizes that repeat
+        self.step_loss, self.collate = torch.compile(batch_loss), replace(self.collate, bucket=True)
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)   # one graph per bucket
+    return None
+
+# %% ../nbs/09a_train.ipynb #4b9c2ee3
+@patch
+def train_step(self:TrainRecipe, batch:Batch, # one batch, on the recipe's device
+              ) -> tuple[float, float, Tensor]: # mean loss per token, the learning rate used, tokens of the global batch
+    "One optimiser step: loss, backward over the global batch's tokens, clipping, the optimiser and the schedule."
+    cfg = self.cfg
+    with self.autocast: loss, count, _ = self.step_loss(self.net, batch, cfg.label_smoothing)
+    total = _all_sum(count.detach().clone().float(), self.world)
+    self.opt.zero_grad(set_to_none=True)
+    (loss * self.world / total).backward()
+    if cfg.clip: nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip)
+    lr = self.opt.param_groups[0]["lr"]
+    self.opt.step(); self.sched.step(); self.step += 1
+    mean = (_all_sum(loss.detach().float(), self.world) / total).item()
+    if not math.isfinite(mean): raise FloatingPointError(f"the training loss is {mean} at step {self.step}; lower lr (now {cfg.lr})")
+    return mean, lr, total
+
+# %% ../nbs/09a_train.ipynb #9c3d1295
+@patch
+def save(self:TrainRecipe, name:str # `RunFolder.LAST` or `RunFolder.BEST`
+        ):
+    "Write the checkpoint `name` with everything a resume needs (`save_checkpoint` adds the random states)."
+    save_checkpoint(self.folder / name, model=self.model.state_dict(), optimizer=self.opt.state_dict(),
+                    scheduler=self.sched.state_dict(), step=self.step, best=self.best, best_step=self.best_step,
+                    since_best=self.since_best, best_perplexity=self.best_ppl, seconds=self.seconds(), config=self.cfg.to_dict())
+
+# %% ../nbs/09a_train.ipynb #a77c13e5
+@patch
+def evaluate_dev(self:TrainRecipe):
+    "Score dev, record it, keep best.pt if it improves, decide whether to stop early, save last.pt (first process only)."
+    cfg = self.cfg
+    if self.rank == 0:
+        m = evaluate(self.model, self.task, "dev", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
+                     max_output_nodes=cfg.max_output_nodes, device=self.device)
+        append_record(self.folder.path, {"step": self.step, "split": "dev", **m})
+        for k in ("perplexity", "token_accuracy", "exact_match"):
+            if self.board is not None and m[k] is not None: self.board.add_scalar(f"dev/{k}", m[k], self.step)
+        if _improves(cfg.best_metric, m, self.best, self.best_ppl):
+            self.best, self.best_step, self.since_best, self.best_ppl = m[cfg.best_metric], self.step, 0, m["perplexity"]
+            self.save(RunFolder.BEST)
+        else: self.since_best += 1
+        if cfg.stop_when_perfect and m["exact_match"] == 1.0: self.early = "dev exact match 1.0 (stop_when_perfect)"
+        elif cfg.patience and self.since_best >= cfg.patience and self.step >= cfg.min_steps:
+            self.early = f"no better dev {cfg.best_metric} in {self.since_best} evaluations (patience={cfg.patience})"
+        self.save(RunFolder.LAST)
+        em = "none decoded" if m["exact_match"] is None else f"{m['exact_match']:.3f}"
+        tqdm.write(f"step {self.step}: dev perplexity {m['perplexity']:.3f}, token accuracy {m['token_accuracy']:.3f}, "
+                   f"exact match {em}" + (f"; stopping early: {self.early}" if self.early else ""), file=sys.stderr)
+    if self.world > 1: dist.barrier()
+
+# %% ../nbs/09a_train.ipynb #2dc6c177
+@patch
+def fit(self:TrainRecipe):
+    "The loop: steps to `cfg.steps` (or `stop_at`), evaluations, checkpoints, a stop at a step boundary on a signal."
+    cfg, rank, out = self.cfg, self.rank, self.folder.path
+    self.stop["building"] = False                        # from here a signal stops at the next step boundary
+    self.model.train()
+    bar = tqdm(total=cfg.steps, initial=self.step, desc=f"{cfg.task.name} {'/'.join(cfg.model.encodings)}",
+               disable=rank != 0 or (not sys.stderr.isatty() if self.progress is None else not self.progress), dynamic_ncols=True)
+    epoch, order, paced = None, None, None               # paced: (step, time) after this process's first step, for the
+                                                         # time to go (the first step builds kernels, warms caches)
+    lines = rank == 0 and bar.disable and self.progress is None and self.log_every > 0   # no bar: a line every log_every s
+    self.started = last_line = time.perf_counter()
+    self.board = _tensorboard(out, self.step) if cfg.tensorboard and rank == 0 else None
+    try:
+        while self.step < min(cfg.steps, self.stop_at or cfg.steps):
+            e, k = divmod(self.step, self.per_epoch)
+            if e != epoch: self.sampler.set_epoch(e); order, epoch = list(self.sampler), e
+            t0 = time.perf_counter()
+            batch = self.collate([self.task.train[i] for i in order[k * self.per:(k + 1) * self.per]]).to(self.device)
+            mean, lr, total = self.train_step(batch)
+            step = self.step
+            if paced is None: paced = (step, time.perf_counter())
+            if rank == 0:
+                rate = float(total) / (time.perf_counter() - t0)
+                append_record(out, {"step": step, "split": "train", "loss": mean, "lr": lr, "tokens_per_s": rate})
+                if self.board is not None:
+                    self.board.add_scalar("train/loss", mean, step)
+                    self.board.add_scalar("train/lr", lr, step)
+                bar.set_postfix(loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}"); bar.update()
+                if lines and time.perf_counter() - last_line >= self.log_every:
+                    last_line = time.perf_counter()
+                    eta = ((last_line - paced[1]) / (step - paced[0]) * (cfg.steps - step) if step > paced[0]
+                           else None)                                  # at the pace of the steps after the first
+                    togo = f", about {eta:.0f} s to go" if eta is not None else ""
+                    print(f"step {step}/{cfg.steps}: loss {mean:.3f}, {rate:.0f} tokens/s, "
+                          f"{last_line - self.started:.0f} s{togo}", file=sys.stderr, flush=True)
+            if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps: self.evaluate_dev()
+            elif rank == 0 and cfg.checkpoint_every and step % cfg.checkpoint_every == 0: self.save(RunFolder.LAST)
+            stopping, finished = self.stop["signal"] is not None, self.early is not None
+            if self.world > 1:
+                flags = _all_sum(torch.tensor([float(stopping), float(finished)], device=self.device), self.world)
+                stopping, finished = bool(flags[0]), bool(flags[1])
+            if stopping:                                       # at a step boundary: the saved state resumes exactly
+                if self.stop.get("timer") is not None: self.stop["timer"].cancel()   # in time: the save is not interrupted
+                if rank == 0:
+                    self.save(RunFolder.LAST)
+                    bar.write(f"{self.stop['signal'] or 'stopped'} at step {step}: {self.folder / RunFolder.LAST} saved; "
+                              f"continue with --resume", file=sys.stderr)
+                raise Interrupted(step)
+            if finished: break                                  # early stopping (the evaluation saved last.pt)
+    finally:
+        bar.close()
+        if self.board is not None: self.board.close()
+    if rank == 0 and self.step < cfg.steps: self.save(RunFolder.LAST)        # stopped early: resumable
+
+# %% ../nbs/09a_train.ipynb #0ca2debc
+@patch
+def finish(self:TrainRecipe) -> dict: # what `train` returns (also in summary.json)
+    "The run's summary (and best.pt's test score when `cfg.test`), written to summary.json by the first process."
+    cfg, rank, out = self.cfg, self.rank, self.folder.path
+    evals = read_metrics(out)[1] if rank == 0 else []
+    summary = {"run": str(out), "step": self.step, "best_step": self.best_step, cfg.best_metric: self.best,
+               "stopped_early": self.early, "dev": evals[-1] if evals else None, "seconds": self.seconds(),
+               "dropped": dropped_examples(self.task.info)}
+    if rank == 0 and cfg.test and self.best_step is not None:       # with the task in hand: nothing is built again
+        self.model.load_state_dict(load_checkpoint(self.folder / RunFolder.BEST)["model"])
+        scored = evaluate(self.model, self.task, "test", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
+                          max_output_nodes=cfg.max_output_nodes, device=self.device)
+        summary["test"] = eval_record(out, "test", "best", self.best_step, scored, cfg.beam)
+    if rank == 0: self.folder.write_summary(summary)   # through a temporary file: a pipe in its place is replaced
+    if self.world > 1: dist.barrier(); dist.destroy_process_group()
+    return summary
+
+# %% ../nbs/09a_train.ipynb #b9b78354
+@patch
+def run(self:TrainRecipe, resume:bool=False, # continue the run in the folder from its last.pt
+        overwrite:bool=False, # replace a run already in the folder
+       ) -> dict: # `finish`'s summary (or that of a resumed run with nothing left to train)
+    "The whole recipe, with the folder locked and Ctrl-C / SIGTERM stopping it at a step boundary."
+    lock, handlers = RunLock(self.folder.path) if self.rank == 0 else None, {}
+    try:
+        handlers = _stop_signals(self.stop)            # before the lock and the build: a signal there stops at once
+        if lock: lock.acquire()
+        if (done := self.setup(resume, overwrite)) is not None: return done
+        self.fit()
+        return self.finish()
+    finally:
+        for s, h in handlers.items(): signal.signal(s, h)
+        if lock: lock.release()
+
 def train(cfg:TrainConfig, # the run's settings
           resume:bool=False, # continue the run in `cfg.out` from its last.pt (only `RESUMABLE_CHANGES` may differ)
           progress:bool|None=None, # a progress bar (None: only on a terminal)
@@ -306,161 +515,8 @@ def train(cfg:TrainConfig, # the run's settings
           log_every:float=10.0, # seconds between progress lines on stderr when there is no progress bar (0: none)
           test:bool|None=None, # at the end, score best.pt on the test split (decoding `eval_examples` of it): summary["test"] (None: `cfg.test`; a bool is stored in the run's config)
          ) -> dict: # the final dev metrics, the best step, why it stopped early (or None), the run folder (and the test score)
-    "Train a model as `cfg` says, evaluating on dev, writing records and checkpoints into `cfg.out`."
-    if test is not None: cfg = replace(cfg, test=test)         # config.yaml records whether the test split was scored
-    rank, world, device = _setup_distributed(cfg.device)
-    if cfg.batch_size % world:
-        raise ValueError(
-            f"batch_size={cfg.batch_size} must be a multiple of the number of processes ({world})"
-        )
-    threads = cfg.threads or (1 if (os.cpu_count() or 1) <= 4 else None)
-    if threads: torch.set_num_threads(threads)
-    out = Path(cfg.out)
-    folder = RunFolder(out)
-    lock = RunLock(out) if rank == 0 else None
-    handlers, stop = {}, {"signal": None, "building": True}
-    try:
-        handlers = _stop_signals(stop)                 # before the lock and the build: a signal there stops at once
-        if lock: lock.acquire()
-        ck, ck_path = _prepare_folder(folder, cfg, resume, overwrite)
-        task, model = build(cfg)
-        model.to(device)
-        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                                fused=device.type in ("cpu", "cuda"))      # one kernel for all parameters
-        sched = warmup_cosine(opt, cfg.warmup, cfg.steps)
-        step, best, best_step, since_best, early, spent, best_ppl = 0, None, None, 0, None, 0.0, None
-        if ck is not None:
-            folder.fit(model, ck["model"], ck_path)
-            opt.load_state_dict(ck["optimizer"])
-            sched.load_state_dict(ck["scheduler"])
-            step, best, best_step, since_best = ck["step"], ck["best"], ck["best_step"], ck.get("since_best", 0)
-            spent, best_ppl = ck.get("seconds"), ck.get("best_perplexity")    # None: a checkpoint from before they were kept
-            set_rng_state(ck["rng"])
-            if (done := _stopped_early(folder, ck, cfg)) is not None: return done
-        per = cfg.batch_size // world
-        sampler = DistributedSampler(
-            task.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True
-        )
-        per_epoch = len(sampler) // per
-        if per_epoch < 1:
-            raise ValueError(
-                f"the training split has {len(task.train)} examples, fewer than batch_size={cfg.batch_size}"
-            )
-        if rank == 0: print(_start_line(task, model, cfg), file=sys.stderr)
-        if rank == 0:
-            folder.write_config(cfg)
-            save_vocab(out, task)                      # what `predict.load_run` needs without rebuilding the data
-            truncate_records(out, step)
-        net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
-        autocast = amp_context(cfg.amp, device)
-        step_loss, collate = batch_loss, replace(task.collate, plans=model.reads_plans)   # host work only for an encoding that reads it
-        if cfg.compile:                                # traced once per padded shape: lengths padded to sizes that repeat
-            step_loss, collate = torch.compile(batch_loss), replace(collate, bucket=True)
-            torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)   # one graph per bucket
-
-        def seconds():
-            "The training loop's wall-clock seconds over every attempt so far (None if an earlier attempt did not count them)."
-            return None if spent is None else spent + time.perf_counter() - started
-
-        def checkpoint(name):
-            save_checkpoint(folder / name, model=model.state_dict(), optimizer=opt.state_dict(),
-                            scheduler=sched.state_dict(), step=step, best=best, best_step=best_step, since_best=since_best,
-                            best_perplexity=best_ppl, seconds=seconds(), config=cfg.to_dict())
-
-        def evaluation():
-            nonlocal best, best_step, since_best, early, best_ppl
-            if rank == 0:
-                m = evaluate(model, task, "dev", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
-                             max_output_nodes=cfg.max_output_nodes, device=device)
-                append_record(out, {"step": step, "split": "dev", **m})
-                for k in ("perplexity", "token_accuracy", "exact_match"):
-                    if board is not None and m[k] is not None: board.add_scalar(f"dev/{k}", m[k], step)
-                if _improves(cfg.best_metric, m, best, best_ppl):
-                    best, best_step, since_best, best_ppl = m[cfg.best_metric], step, 0, m["perplexity"]
-                    checkpoint(RunFolder.BEST)
-                else: since_best += 1
-                if cfg.stop_when_perfect and m["exact_match"] == 1.0: early = "dev exact match 1.0 (stop_when_perfect)"
-                elif cfg.patience and since_best >= cfg.patience and step >= cfg.min_steps:
-                    early = f"no better dev {cfg.best_metric} in {since_best} evaluations (patience={cfg.patience})"
-                checkpoint(RunFolder.LAST)
-                em = "none decoded" if m["exact_match"] is None else f"{m['exact_match']:.3f}"
-                bar.write(f"step {step}: dev perplexity {m['perplexity']:.3f}, token accuracy {m['token_accuracy']:.3f}, "
-                          f"exact match {em}" + (f"; stopping early: {early}" if early else ""), file=sys.stderr)
-            if world > 1: dist.barrier()
-
-        stop["building"] = False                       # from here a signal stops at the next step boundary
-        model.train()
-        bar = tqdm(total=cfg.steps, initial=step, desc=f"{cfg.task.name} {'/'.join(cfg.model.encodings)}",
-                   disable=rank != 0 or (not sys.stderr.isatty() if progress is None else not progress), dynamic_ncols=True)
-        epoch, order, paced = None, None, None         # paced: (step, time) after this process's first step, for the
-                                                       # time to go (the first step builds kernels, warms caches)
-        lines = rank == 0 and bar.disable and progress is None and log_every > 0     # no bar: a line every log_every s
-        started = last_line = time.perf_counter()
-        board = _tensorboard(out, step) if cfg.tensorboard and rank == 0 else None
-        try:
-            while step < min(cfg.steps, stop_at or cfg.steps):
-                e, k = divmod(step, per_epoch)
-                if e != epoch: sampler.set_epoch(e); order, epoch = list(sampler), e
-                t0 = time.perf_counter()
-                batch = collate([task.train[i] for i in order[k * per:(k + 1) * per]]).to(device)
-                with autocast: loss, count, _ = step_loss(net, batch, cfg.label_smoothing)
-                total = _all_sum(count.detach().clone().float(), world)
-                opt.zero_grad(set_to_none=True)
-                (loss * world / total).backward()
-                if cfg.clip: nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-                lr = opt.param_groups[0]["lr"]
-                opt.step(); sched.step(); step += 1
-                mean = (_all_sum(loss.detach().float(), world) / total).item()
-                if not math.isfinite(mean):
-                    raise FloatingPointError(f"the training loss is {mean} at step {step}; lower lr (now {cfg.lr})")
-                if paced is None: paced = (step, time.perf_counter())
-                if rank == 0:
-                    rate = float(total) / (time.perf_counter() - t0)
-                    append_record(out, {"step": step, "split": "train", "loss": mean, "lr": lr, "tokens_per_s": rate})
-                    if board is not None:
-                        board.add_scalar("train/loss", mean, step)
-                        board.add_scalar("train/lr", lr, step)
-                    bar.set_postfix(loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}"); bar.update()
-                    if lines and time.perf_counter() - last_line >= log_every:
-                        last_line = time.perf_counter()
-                        eta = ((last_line - paced[1]) / (step - paced[0]) * (cfg.steps - step) if step > paced[0]
-                               else None)                              # at the pace of the steps after the first
-                        togo = f", about {eta:.0f} s to go" if eta is not None else ""
-                        print(f"step {step}/{cfg.steps}: loss {mean:.3f}, {rate:.0f} tokens/s, "
-                              f"{last_line - started:.0f} s{togo}", file=sys.stderr, flush=True)
-                if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps: evaluation()
-                elif rank == 0 and cfg.checkpoint_every and step % cfg.checkpoint_every == 0: checkpoint(RunFolder.LAST)
-                stopping, finished = stop["signal"] is not None, early is not None
-                if world > 1:
-                    flags = _all_sum(torch.tensor([float(stopping), float(finished)], device=device), world)
-                    stopping, finished = bool(flags[0]), bool(flags[1])
-                if stopping:                                   # at a step boundary: the saved state resumes exactly
-                    if stop.get("timer") is not None: stop["timer"].cancel()   # in time: the save is not interrupted
-                    if rank == 0:
-                        checkpoint(RunFolder.LAST)
-                        bar.write(f"{stop['signal'] or 'stopped'} at step {step}: {folder / RunFolder.LAST} saved; continue "
-                                  f"with --resume", file=sys.stderr)
-                    raise Interrupted(step)
-                if finished: break                              # early stopping (the evaluation saved last.pt)
-        finally:
-            bar.close()
-            if board is not None: board.close()
-        if rank == 0 and step < cfg.steps: checkpoint(RunFolder.LAST)             # stopped early: resumable
-        evals = read_metrics(out)[1] if rank == 0 else []
-        summary = {"run": str(out), "step": step, "best_step": best_step, cfg.best_metric: best,
-                   "stopped_early": early, "dev": evals[-1] if evals else None, "seconds": seconds(),
-                   "dropped": dropped_examples(task.info)}
-        if rank == 0 and cfg.test and best_step is not None:            # with the task in hand: nothing is built again
-            model.load_state_dict(load_checkpoint(folder / RunFolder.BEST)["model"])
-            scored = evaluate(model, task, "test", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
-                              max_output_nodes=cfg.max_output_nodes, device=device)
-            summary["test"] = eval_record(out, "test", "best", best_step, scored, cfg.beam)
-        if rank == 0: folder.write_summary(summary)     # through a temporary file: a pipe in its place is replaced
-        if world > 1: dist.barrier(); dist.destroy_process_group()
-        return summary
-    finally:
-        for s, h in handlers.items(): signal.signal(s, h)
-        if lock: lock.release()
+    "Train a model as `cfg` says, evaluating on dev, writing records and checkpoints into `cfg.out` (`TrainRecipe`)."
+    return TrainRecipe(cfg if test is None else replace(cfg, test=test), progress, stop_at, log_every).run(resume, overwrite)
 
 # %% ../nbs/09a_train.ipynb #6835eade
 def plot_run(run:str|Path, # a run folder
