@@ -202,15 +202,16 @@ def _example_scores(model, task, split, batch_size) -> dict:
     return dict(zip(("example_nll", "example_tokens", "example_right"), rows))
 
 @torch.no_grad()
-def test_metrics(model, task, split: str = "test", batch_size: int = 64, max_output_nodes: int = 256) -> dict:
-    """Teacher-forced perplexity and token accuracy, exact match of greedy decoding (the mean, and `exact_matches`, one
-    bool per example), for trees the mean `tree_f1`, and per example the NLL, tokens and tokens right."""
+def test_metrics(model, task, split: str = "test", batch_size: int = 64, max_output_nodes: int = 256,
+                 beam: int | None = None) -> dict:
+    """Teacher-forced perplexity and token accuracy, exact match of greedy decoding or of a beam of `beam` (the mean, and
+    `exact_matches`, one bool per example), for trees the mean `tree_f1`, and per example the NLL, tokens and tokens right."""
     per = _example_scores(model, task, split, batch_size)
     if task.target == "labels": return {**evaluate(model, task, split, batch_size), **per}
     m = {**evaluate(model, task, split, batch_size, decode=False), **per}
-    out, refs = decode_split(model, task, task.splits[split], batch_size, max_output_nodes=max_output_nodes)
+    out, refs = decode_split(model, task, task.splits[split], batch_size, beam=beam, max_output_nodes=max_output_nodes)
     hits = exact_match(out, refs)
-    m.update(exact_match=float(hits.float().mean()), decoded=len(refs), exact_matches=hits.tolist())
+    m.update(exact_match=float(hits.float().mean()), decoded=len(refs), exact_matches=hits.tolist(), beam=beam)
     if task.target == "tree": m["tree_f1"] = sum(map(tree_f1, out, refs)) / len(refs)
     return m
 
@@ -232,7 +233,7 @@ def run_cell(cfg:TrainConfig, # the cell
     seconds = time.perf_counter() - t0
     loaded = Run(cfg.out, "best", data=True)
     task, model, best_step = loaded.task, loaded.model, loaded.step
-    test = test_metrics(model, task, max_output_nodes=cfg.max_output_nodes)
+    test = test_metrics(model, task, max_output_nodes=cfg.max_output_nodes, beam=cfg.beam)   # decoded as dev was
     trains, evals = read_metrics(cfg.out)
     analysis = yaml_analysis(model, task) if cfg.task.name in TARGETS else None
     k8s = k8s_probe(model, task) if cfg.task.name in TARGETS else None
