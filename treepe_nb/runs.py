@@ -109,9 +109,9 @@ class RunFolder:
         return model
 
     def summary(self) -> dict|None:
-        "What training wrote when it ended (`summary.json`), else None (also for a pipe or device in its place)."
+        "What training wrote when it ended (`summary.json`), else None; a pipe or device in its place is a `ValueError`."
         path = self.path / self.SUMMARY
-        return read_run_file(path) if path.is_file() else None
+        return read_run_file(path) if path.exists() else None
 
     def write_summary(self, summary:dict):
         "Write `summary.json` through a temporary file (a pipe in its place is replaced, not written; a full disk leaves none)."
