@@ -259,7 +259,7 @@ def _write_record(result:str|Path, record:dict):
 
 def add_analysis(result:str|Path, # a stored `yaml-keys` / `k8s-keys` record whose run folder still has its best.pt
                 ) -> list[str]: # the analyses added to the record (none when it had them all)
-    "Compute the analyses a stored record lacks from its run's checkpoint: chapter 10b's, chapter 10c's (or its nesting probe)."
+    "Compute the analyses a stored record lacks from its run's checkpoint: chapter 9f's, chapter 9g's (or its nesting probe)."
     result = Path(result)
     record = json.loads(result.read_text())
     cfg = TrainConfig.from_dict(record["config"])
@@ -270,7 +270,7 @@ def add_analysis(result:str|Path, # a stored `yaml-keys` / `k8s-keys` record who
     loaded = Run(cfg.out, "best", data=True)
     task, model = loaded.task, loaded.model
     if "analysis" in todo: record["analysis"] = yaml_analysis(model, task)
-    if "note" in todo: record["note"] = note_analysis(model, task)                    # chapter 10c's whole analysis
+    if "note" in todo: record["note"] = note_analysis(model, task)                    # chapter 9g's whole analysis
     if "nesting" in todo: record["note"]["nesting"] = nesting_probe(model, task)      # only its nesting probe
     _write_record(result, record)
     return todo
@@ -546,8 +546,8 @@ PAPER_TABLE_2A = {  # Table 2a: test perplexity on sequences of ~100 tokens (rot
 }
 
 # %% ../nbs/10_experiments.ipynb #30f54861
-from .yaml_keys import encoder_attention, yaml_analysis, k8s_probe   # chapter 10b; run_cell stores them
-from .yaml_note import nesting_probe, note_analysis                    # chapter 10c; so does it
+from .yaml_keys import encoder_attention, yaml_analysis, k8s_probe   # chapter 9f; run_cell stores them
+from .yaml_note import nesting_probe, note_analysis                    # chapter 9g; so does it
 
 # last, so that `python -m treepe_nb.experiments analyse` finds the analyses imported just above
 if __name__ == "__main__" and "ipykernel" not in sys.modules and "execnb" not in sys.modules:
