@@ -363,6 +363,7 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
                    max_example_nodes:int=512, # documents with more nodes are left out
                    node_kinds:str="unmasked", # what the node kinds show (`yaml_example`)
                    split_by:str="file", # "file": one file, one split; "structure": also one key structure, one split
+                   split_per_seed:bool=False, # True: each seed draws its own split of the files; False: one split for every seed
                   ) -> dict: # the splits, vocabularies and facts of the task (see `tasks.register_task`)
     "The builder of `yaml-keys` (chapter 8f describes the task): masked keys of YAML documents, split by file (or structure)."
     if split_by not in SPLIT_BY: raise ValueError(f"split_by must be one of {SPLIT_BY}, got {split_by!r}")
@@ -380,7 +381,8 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
     frac = np.cumsum(split_shares(sizes))                          # sizes=None: all of it, 80 / 10 / 10
     rows = [[], [], []]
     for d in docs:                                                  # split by file: one file, one split
-        u = int.from_bytes(hashlib.sha256(units[d["file"]].encode()).digest()[:8], "big") / 2 ** 64
+        unit = f"{seed}:{units[d['file']]}" if split_per_seed else units[d["file"]]    # the seed salts the hash
+        u = int.from_bytes(hashlib.sha256(unit.encode()).digest()[:8], "big") / 2 ** 64
         if yaml_key_nodes(d["kinds"]).any():
             rows[int(np.searchsorted(frac, u, side="right"))].append(d)
     if not rows[0]:
@@ -417,7 +419,7 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
                 src_order="dfs", tgt_order="dfs", src_format="yaml",
                 info=dict(report, corpus=str(root), target=target, mask_prob=mask_prob, min_count=min_count,
                           max_example_nodes=max_example_nodes, node_kinds=node_kinds, duplicates_removed=removed,
-                          split_by=split_by, with_resource_kind=dict(zip(("train", "dev", "test"), with_kind)),
+                          split_by=split_by, split_per_seed=split_per_seed, with_resource_kind=dict(zip(("train", "dev", "test"), with_kind)),
                           licence=_LICENCES.get(root.resolve(), f"that of the files in {root}")))
 
 _LICENCES = {YAML_SAMPLE.resolve(): "Apache-2.0 and MIT-0 (see treepe_nb/data/yaml/NOTICE)",
@@ -430,7 +432,9 @@ def k8s_keys_task(seed, sizes, order, # as every task builder takes them (`tasks
                   max_example_nodes:int=512, # documents with more nodes are left out
                   node_kinds:str="unmasked", # what the node kinds show (`yaml_example`)
                   split_by:str="structure", # one key structure, one split: no test document has a training twin with its keys
+                  split_per_seed:bool=False, # True: each seed draws its own split of the documents (seeds then replicate the data too)
                  ) -> dict: # the splits, vocabularies and facts of the task (see `tasks.register_task`)
     "The builder of `k8s-keys`: `yaml-keys` on the real Kubernetes manifests of `K8S_CORPUS` (chapter 10c)."
-    return yaml_keys_task(seed, sizes, order, K8S_CORPUS, target, mask_prob, min_count, max_example_nodes, node_kinds, split_by)
+    return yaml_keys_task(seed, sizes, order, K8S_CORPUS, target, mask_prob, min_count, max_example_nodes, node_kinds, split_by,
+                          split_per_seed)
 

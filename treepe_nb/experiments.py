@@ -89,6 +89,10 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
     "k8s-keys": (("k8s-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "additive-sin", "ape-tree"), K8S_NOTE),
     # the note's encoding with three times the step budget: are the k8s-keys cells limited by their 1,000 steps?
     "k8s-keys-budget": ({"k8s-keys": {"steps": 3000}}, ("dfs",), ("additive",), K8S_NOTE),
+    # k8s-keys with a document split drawn per seed (issue 54): its seeds replicate the data too, for claim 6 (additive-sin
+    # against additive) and the lead of stack and ape-tree over additive with the split's variance in the interval
+    "k8s-keys-resplit": ({"k8s-keys": {"task.options": {"split_per_seed": True}}}, ("dfs",),
+                         ("additive", "additive-sin", "stack", "ape-tree"), K8S_NOTE),
     "semparse": ({"geo": {"steps": 2000}, "atis": {"steps": 4000}}, ("dfs",), SEMPARSE_METHODS, SQ_SEMPARSE),
     # GEO with the data files' own entity placeholders (`var0`, untyped in the question), nearer Dong & Lapata's typed ones
     "semparse-placeholders": ({"geo": {"steps": 2000}}, ("dfs",), SEMPARSE_METHODS,
