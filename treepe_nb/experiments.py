@@ -24,6 +24,8 @@ from .tasks import TaskConfig, content_key, make_task
 from .model import exact_match
 from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap_mean, spearman, paired_evidence,
                                  rank_agreement, pooled_agreement, verdict_row, write_verdicts, verdicts_table)
+from .yaml_keys import yaml_analysis, k8s_probe         # chapter 9f's analyses: run_cell stores them in yaml-keys records
+from .yaml_note import nesting_probe, note_analysis     # chapter 9g's: in k8s-keys records
 
 # %% auto #0
 __all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'SQ_RECIPE',
@@ -550,9 +552,6 @@ PAPER_TABLE_2A = {  # Table 2a: test perplexity on sequences of ~100 tokens (rot
 }
 
 # %% ../nbs/10_experiments.ipynb #30f54861
-from .yaml_keys import encoder_attention, yaml_analysis, k8s_probe   # chapter 9f; run_cell stores them
-from .yaml_note import nesting_probe, note_analysis                    # chapter 9g; so does it
-
-# last, so that `python -m treepe_nb.experiments analyse` finds the analyses imported just above
+# last, so that `python -m treepe_nb.experiments` runs with every definition above in place
 if __name__ == "__main__" and "ipykernel" not in sys.modules and "execnb" not in sys.modules:
     experiments_cli()
