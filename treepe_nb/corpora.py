@@ -367,6 +367,7 @@ def yaml_keys_task(seed, sizes, order, # as every task builder takes them (`task
                   ) -> dict: # the splits, vocabularies and facts of the task (see `tasks.register_task`)
     "The builder of `yaml-keys` (chapter 8f describes the task): masked keys of YAML documents, split by file (or structure)."
     if split_by not in SPLIT_BY: raise ValueError(f"split_by must be one of {SPLIT_BY}, got {split_by!r}")
+    if not isinstance(split_per_seed, bool): raise ValueError(f"split_per_seed must be true or false, got {split_per_seed!r:.40}")
     if target not in YAML_TARGETS: raise ValueError(f"target must be 'bigram' or 'trigram', got {target!r}")
     if node_kinds not in NODE_KINDS: raise ValueError(f"node_kinds must be 'unmasked' or 'none', got {node_kinds!r}")
     if isinstance(mask_prob, bool) or not isinstance(mask_prob, (int, float)) or not 0 < mask_prob <= 1:
