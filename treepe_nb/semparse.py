@@ -165,7 +165,8 @@ def _find(folder:Path, name:str, source:str="text2sql-data") -> Path:
     raise FileNotFoundError(f"{name} not found in {folder} (nor in its data/non-sql-data, data/original or data/atis): pass data= a "
                             f"folder holding the files of {_REPOSITORY[source].split('@')[0]} (see nbs/data/semparse/SOURCE.md)")
 
-ENTITIES = ("names", "placeholders")   # GEO's entities: filled in (the original questions), or `var0` as the files write them
+ENTITIES = ("names", "placeholders", "typed")   # GEO's entities: filled in (the original questions), `var0` as the files
+# write them, or typed by the types the training and dev forms give their names (`_geo_lexicon`): `var0:city`
 
 def _filled(tokens, variables): return [x for t in tokens for x in (variables[t].split() if t in variables else [t])]
 
@@ -209,7 +210,7 @@ def _geo_question(q, where:str, splits) -> tuple[str, str, dict]:
 
 def _geo(folder, entities, max_form_chars, max_form_depth):
     path = _find(folder, "geography-logic.txt")
-    entries, report, out = _geo_entries(path), Counter(), {s: [] for s in _SPLITS}
+    entries, report, out, questions = _geo_entries(path), Counter(), {s: [] for s in _SPLITS}, []
     budgets = dict(max_form_chars=max_form_chars, max_form_depth=max_form_depth)
     for k, e in enumerate(entries):
         where = f"{path}, entry {k}"
@@ -218,14 +219,49 @@ def _geo(folder, entities, max_form_chars, max_form_depth):
         if len(logic) > 1: report["entries with more than one form (first kept)"] += 1
         try: geo_form(logic[0], **budgets)                 # the form itself, with its placeholders
         except ValueError as err: raise ValueError(f"{where}, logic[0]: {err}") from None
-        questions = _field(e, "sentences", list, "a list of questions", where)
-        for j, q in enumerate(questions):
+        for j, q in enumerate(_field(e, "sentences", list, "a list of questions", where)):
             split, text, variables = _geo_question(q, f"{where}, sentences[{j}]", tuple(out))
-            names = variables if entities == "names" else {}
-            try: tree = geo_form(" ".join(_filled(logic[0].split(), names)), **budgets)
-            except ValueError as err: raise ValueError(f"{where}, sentences[{j}]: logic[0] with its variables filled in: {err}") from None
-            out[split].append((_filled(text.split(), names), tree))
+            questions.append((split, text.split(), variables, logic[0].split(), f"{where}, sentences[{j}]"))
+    lexicon = _geo_lexicon(questions) if entities == "typed" else {}
+    for split, words, variables, form, where in questions:
+        names = variables if entities == "names" else {}
+        try: tree = geo_form(" ".join(_filled(form, names)), **budgets)
+        except ValueError as err: raise ValueError(f"{where}: logic[0] with its variables filled in: {err}") from None
+        if entities == "typed": words = _typed(words, variables, lexicon, report, split)
+        out[split].append((_filled(words, names), tree))
     return out, dict(report)
+
+def _form_types(form:list) -> dict:
+    "Placeholder -> its type, as a GEO form's tokens write it: `_stateid ( var0 )` a state, `_cityid ( var0 , var1 )` a city in a state."
+    out = {}
+    for i, t in enumerate(form[:-2]):
+        if t.startswith("_") and t.endswith("id") and form[i + 1] == "(":
+            out.setdefault(form[i + 2], t[1:-2])
+            if t == "_cityid" and form[i + 3:i + 4] == [","] and i + 4 < len(form): out.setdefault(form[i + 4], "state")
+    return out
+
+def _geo_lexicon(questions) -> dict[str, set]:
+    "Entity name -> the types the forms of the training and dev questions give it; the test split is not read."
+    lexicon = {}
+    for split, _, variables, form, _ in questions:
+        if split == "test": continue
+        types = _form_types(form)
+        for v, name in variables.items():
+            if v in types: lexicon.setdefault(name, set()).add(types[v])
+    return lexicon
+
+_TYPED = {0: "a name unseen in training and dev: left as it is", 1: "one type", 2: "several types: all of them"}
+
+def _typed(words, variables, lexicon, report, split) -> list:
+    """A question's placeholders with the types the lexicon gives their names: `var0:city`, `var0:river|state` for a name
+    of several types (`mississippi`), `var0` for a name it does not hold; each counted in `report`."""
+    out = []
+    for w in words:
+        if w not in variables: out.append(w); continue
+        kinds = sorted(lexicon.get(variables[w], ()))
+        report[f"placeholders of {_TYPED[min(len(kinds), 2)]} ({split})"] += 1
+        out.append(f"{w}:{'|'.join(kinds)}" if kinds else w)
+    return out
 
 _BINDERS = {"lambda", "exists", "argmax", "argmin", "count", "sum", "the", "max", "min"}   # their first argument is a variable
 
@@ -275,7 +311,7 @@ def _own_entities(source): return "placeholders" if source == "dong-lapata" else
 
 def semparse_splits(dataset:str, # "geo" or "atis"
                     data:str|Path|None=None, # a folder with the files (None: `default_data()`)
-                    entities:str|None=None, # "names" (filled in) or "placeholders"; None: as the source writes them (GEO, text2sql-data ATIS: names; dong-lapata: placeholders)
+                    entities:str|None=None, # "names" (filled in), "placeholders" or (GEO) "typed" placeholders; None: as the source writes them (GEO, text2sql-data ATIS: names; dong-lapata: placeholders)
                     source:str|None=None, # where the files come from, one of `SOURCES[dataset]` (None: the first, "text2sql-data")
                     max_form_chars:int=10_000, # the longest logical form read, in characters (GEO: also with its names filled in)
                     max_form_depth:int=100, # the deepest node of a logical form read (the root is at depth 0)
@@ -288,7 +324,7 @@ def semparse_splits(dataset:str, # "geo" or "atis"
     entities = _own_entities(source) if entities is None else entities
     if entities not in ENTITIES: raise ValueError(f"entities must be one of {ENTITIES}, got {entities!r}")
     if dataset == "atis" and entities != _own_entities(source):
-        raise ValueError("entities='placeholders' is a GEO setting: the text2sql-data ATIS files name their entities "
+        raise ValueError(f"entities={entities!r} is a GEO setting: the text2sql-data ATIS files name their entities "
                          "(source='dong-lapata' reads Dong & Lapata's placeholders)" if source == "text2sql-data" else
                          "entities='names' cannot be had from source='dong-lapata': its files keep the placeholders (ci0) only, "
                          "not the names they replace (source='text2sql-data' names them)")
