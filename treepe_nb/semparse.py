@@ -227,7 +227,7 @@ def _geo(folder, entities, max_form_chars, max_form_depth):
         names = variables if entities == "names" else {}
         try: tree = geo_form(" ".join(_filled(form, names)), **budgets)
         except ValueError as err: raise ValueError(f"{where}: logic[0] with its variables filled in: {err}") from None
-        if entities == "typed": words = _typed(words, variables, lexicon, report, split)
+        if entities == "typed": words = _typed_question(words, variables, lexicon, report, split)
         out[split].append((_filled(words, names), tree))
     return out, dict(report)
 
@@ -252,7 +252,7 @@ def _geo_lexicon(questions) -> dict[str, set]:
 
 _TYPED = {0: "a name unseen in training and dev: left as it is", 1: "one type", 2: "several types: all of them"}
 
-def _typed(words, variables, lexicon, report, split) -> list:
+def _typed_question(words, variables, lexicon, report, split) -> list:
     """A question's placeholders with the types the lexicon gives their names: `var0:city`, `var0:river|state` for a name
     of several types (`mississippi`), `var0` for a name it does not hold; each counted in `report`."""
     out = []
