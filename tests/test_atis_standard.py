@@ -45,3 +45,14 @@ def test_standard_split_sizes_and_defaults():
     assert report == {"forms whose variables were renamed": 0}
     old, _ = semparse_splits("atis")                          # the default source is unchanged (stored records)
     assert [len(v) for v in old.values()] == [4012, 434, 403]
+
+
+def test_text2sql_files_match_their_provenance():
+    "The text2sql-data section's files (GEO, ATIS placed by the UW splits, the GeoQuery database) are the ones it names."
+    text = (default_data() / "SOURCE.md").read_text()
+    section = text[text.index("## text2sql-data"):text.index("## Dong & Lapata")]
+    listed = dict(re.findall(r"^\| `([\w.-]+\.txt)` \| `data/[\w/.-]+` \| `([0-9a-f]{64})` \|$", section, flags=re.M))
+    assert set(listed) == {"geography-logic.txt", "atis-logic.txt", "geography-db.txt",
+                           *(f"atis.uw.{s}.txt" for s in FILES)}
+    for name, sha in listed.items():
+        assert hashlib.sha256((default_data() / name).read_bytes()).hexdigest() == sha, name

@@ -58,7 +58,7 @@ RECIPE_CHANGES = (("paper", {}), ("dropout", {"model.dropout": 0.3}), ("smoothin
                   ("whole-splits", {"task.options": {"entities": "placeholders", "keep_repeats": True}}),   # the published test split, whole
                   ("beam", {"beam": 5}),    # dev and test decoded with a beam of 5 (Shiv & Quirk decode with a beam)
                   ("typed", {"beam": None,  # greedy again (10a: a beam did not lift seq2seq), and GEO's placeholders typed
-                             "task.options": {"entities": "typed", "keep_repeats": True}}))   # by the training and dev forms
+                             "task.options": {"entities": "typed", "keep_repeats": True}}))   # by the GeoQuery database
 SEMPARSE_RECIPE = {**SQ_RECIPE, **{k: v for _, change in RECIPE_CHANGES[:7] for k, v in change.items()}}  # the best rung so far
 ATIS_PAPER = {"eval_every": 100,   # ATIS at that rung: Dong & Lapata's argument-identified files (their own `ci0` placeholders),
     "task.options": {**SEMPARSE_RECIPE["task.options"], "source": "dong-lapata"}}   # 4,433 / 491 / 448; dev (491) every ~3 passes

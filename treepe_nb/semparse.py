@@ -4,7 +4,7 @@
 
 # %% ../nbs/08e_semparse.ipynb #e07fb20d
 from __future__ import annotations
-import json
+import json, re
 from collections import Counter
 from pathlib import Path
 from typing import Callable
@@ -15,8 +15,8 @@ from .generators import seeded_sample
 from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
-__all__ = ['DATASETS', 'SOURCES', 'ENTITIES', 'atis_form', 'geo_form', 'read_atis_tsv', 'default_data', 'semparse_splits',
-           'semparse_builder']
+__all__ = ['DATASETS', 'SOURCES', 'ENTITIES', 'atis_form', 'geo_form', 'read_atis_tsv', 'default_data', 'geo_lexicon',
+           'semparse_splits', 'semparse_builder']
 
 # %% ../nbs/08e_semparse.ipynb #fcf5a245
 def _budgets(text, max_form_chars, max_form_depth, kind) -> None:
@@ -166,7 +166,7 @@ def _find(folder:Path, name:str, source:str="text2sql-data") -> Path:
                             f"folder holding the files of {_REPOSITORY[source].split('@')[0]} (see nbs/data/semparse/SOURCE.md)")
 
 ENTITIES = ("names", "placeholders", "typed")   # GEO's entities: filled in (the original questions), `var0` as the files
-# write them, or typed by the types the training and dev forms give their names (`_geo_lexicon`): `var0:city`
+# write them, or typed by the types the GeoQuery database gives their names (`geo_lexicon`): `var0:city`
 
 def _filled(tokens, variables): return [x for t in tokens for x in (variables[t].split() if t in variables else [t])]
 
@@ -210,8 +210,9 @@ def _geo_question(q, where:str, splits) -> tuple[str, str, dict]:
 
 def _geo(folder, entities, max_form_chars, max_form_depth):
     path = _find(folder, "geography-logic.txt")
-    entries, report, out, questions = _geo_entries(path), Counter(), {s: [] for s in _SPLITS}, []
+    entries, report, out = _geo_entries(path), Counter(), {s: [] for s in _SPLITS}
     budgets = dict(max_form_chars=max_form_chars, max_form_depth=max_form_depth)
+    lexicon = geo_lexicon(_find(folder, "geography-db.txt")) if entities == "typed" else {}
     for k, e in enumerate(entries):
         where = f"{path}, entry {k}"
         logic = _field(e, "logic", list, "a list of forms (the first is read)", where)
@@ -219,16 +220,14 @@ def _geo(folder, entities, max_form_chars, max_form_depth):
         if len(logic) > 1: report["entries with more than one form (first kept)"] += 1
         try: geo_form(logic[0], **budgets)                 # the form itself, with its placeholders
         except ValueError as err: raise ValueError(f"{where}, logic[0]: {err}") from None
-        for j, q in enumerate(_field(e, "sentences", list, "a list of questions", where)):
+        questions = _field(e, "sentences", list, "a list of questions", where)
+        for j, q in enumerate(questions):
             split, text, variables = _geo_question(q, f"{where}, sentences[{j}]", tuple(out))
-            questions.append((split, text.split(), variables, logic[0].split(), f"{where}, sentences[{j}]"))
-    lexicon = _geo_lexicon(questions) if entities == "typed" else {}
-    for split, words, variables, form, where in questions:
-        names = variables if entities == "names" else {}
-        try: tree = geo_form(" ".join(_filled(form, names)), **budgets)
-        except ValueError as err: raise ValueError(f"{where}: logic[0] with its variables filled in: {err}") from None
-        if entities == "typed": words = _typed_question(words, variables, lexicon, report, split)
-        out[split].append((_filled(words, names), tree))
+            names = variables if entities == "names" else {}
+            try: tree = geo_form(" ".join(_filled(logic[0].split(), names)), **budgets)
+            except ValueError as err: raise ValueError(f"{where}, sentences[{j}]: logic[0] with its variables filled in: {err}") from None
+            words = _typed_question(text.split(), variables, lexicon, report, split) if lexicon else text.split()
+            out[split].append((_filled(words, names), tree))
     return out, dict(report)
 
 def _form_types(form:list) -> dict:
@@ -240,17 +239,27 @@ def _form_types(form:list) -> dict:
             if t == "_cityid" and form[i + 3:i + 4] == [","] and i + 4 < len(form): out.setdefault(form[i + 4], "state")
     return out
 
-def _geo_lexicon(questions) -> dict[str, set]:
-    "Entity name -> the types the forms of the training and dev questions give it; the test split is not read."
-    lexicon = {}
-    for split, _, variables, form, _ in questions:
-        if split == "test": continue
-        types = _form_types(form)
-        for v, name in variables.items():
-            if v in types: lexicon.setdefault(name, set()).add(types[v])
+_DB_NAMES = {"state": ((0, "state"),), "city": ((2, "city"),), "river": ((0, "river"),), "mountain": ((2, "place"),),
+             "highlow": ((2, "place"), (3, "place")), "lake": ((0, "place"),), "country": ((0, "country"),)}   # fact: (field, type)
+
+def geo_lexicon(path:str|Path, # the GeoQuery database, `geography-db.txt` (Prolog facts: `state('texas','tx','austin',...).`)
+               ) -> dict[str, set]: # entity name -> its types (state, city, river, place, country)
+    """Each name of the GeoQuery database with the types of the facts that name it: a state, a city, a river, a place (a
+    mountain, a high or low point, a lake) or the country. Facts of other kinds (`border`, `road`) are not read; a line
+    that is not a fact, or a fact short of the field that holds its name, is a `ValueError` naming the line."""
+    path, lexicon = Path(path), {}
+    for n, line in enumerate(_read_text(path).splitlines(), 1):
+        if not line.strip(): continue
+        fact = re.fullmatch(r"\s*([a-z]+)\((.*)\)\.\s*", line)
+        if fact is None: raise ValueError(f"{path}, line {n}: not a fact of the form kind('name', ...).")
+        names = re.findall(r"'([^']*)'", fact.group(2))
+        for field, kind in _DB_NAMES.get(fact.group(1), ()):
+            if field >= len(names): raise ValueError(f"{path}, line {n}: a {fact.group(1)} fact needs a quoted name in field {field + 1}, it has {len(names)}")
+            if not names[field].strip(): raise ValueError(f"{path}, line {n}: an empty name in field {field + 1}")
+            lexicon.setdefault(names[field], set()).add(kind)
     return lexicon
 
-_TYPED = {0: "a name unseen in training and dev: left as it is", 1: "one type", 2: "several types: all of them"}
+_TYPED = {0: "a name the database does not hold: left as it is", 1: "one type", 2: "several types: all of them"}
 
 def _typed_question(words, variables, lexicon, report, split) -> list:
     """A question's placeholders with the types the lexicon gives their names: `var0:city`, `var0:river|state` for a name
