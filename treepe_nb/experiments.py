@@ -29,8 +29,8 @@ from .yaml_note import nesting_probe, note_analysis     # chapter 9g's: in k8s-k
 
 # %% auto #0
 __all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'SQ_RECIPE',
-           'RECIPE_CHANGES', 'SEMPARSE_RECIPE', 'ATIS_PAPER', 'K8S_NOTE', 'TARGETS', 'SEMPARSE_METHODS', 'GRIDS',
-           'RUNNER_GONE_WAIT', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings',
+           'RECIPE_CHANGES', 'SEMPARSE_RECIPE', 'TYPED_RECIPE', 'ATIS_PAPER', 'K8S_NOTE', 'TARGETS', 'SEMPARSE_METHODS',
+           'GRIDS', 'RUNNER_GONE_WAIT', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings',
            'grid_configs', 'tree_f1', 'test_metrics', 'record_data', 'run_cell', 'add_analysis', 'trace_record',
            'GridFailed', 'run_grid', 'load_results', 'experiments_cli', 'summarise', 'compare']
 
@@ -59,7 +59,8 @@ RECIPE_CHANGES = (("paper", {}), ("dropout", {"model.dropout": 0.3}), ("smoothin
                   ("beam", {"beam": 5}),    # dev and test decoded with a beam of 5 (Shiv & Quirk decode with a beam)
                   ("typed", {"beam": None,  # greedy again (10a: a beam did not lift seq2seq), and GEO's placeholders typed
                              "task.options": {"entities": "typed", "keep_repeats": True}}))   # by the GeoQuery database
-SEMPARSE_RECIPE = {**SQ_RECIPE, **{k: v for _, change in RECIPE_CHANGES[:7] for k, v in change.items()}}  # the best rung so far
+SEMPARSE_RECIPE = {**SQ_RECIPE, **{k: v for _, change in RECIPE_CHANGES[:7] for k, v in change.items()}}  # rung r7
+TYPED_RECIPE = {**SQ_RECIPE, **{k: v for _, change in RECIPE_CHANGES[:9] for k, v in change.items()}}    # rung r9: r7, typed
 ATIS_PAPER = {"eval_every": 100,   # ATIS at that rung: Dong & Lapata's argument-identified files (their own `ci0` placeholders),
     "task.options": {**SEMPARSE_RECIPE["task.options"], "source": "dong-lapata"}}   # 4,433 / 491 / 448; dev (491) every ~3 passes
 K8S_NOTE = {  # the YAML note's model is d_model 256 with 48 heads; its step took 11 s on this CPU: 64, 4 layers x 4 heads
@@ -114,6 +115,8 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
         for i, (name, _) in enumerate(RECIPE_CHANGES)}}),
     # the grid at the paper's size (issue 54): seq2seq, seq2tree (stack) and ape-tree on the pilot's best rung (r7), GEO and ATIS
     "semparse-paper": ({"geo": {}, "atis": ATIS_PAPER}, ("dfs",), SEMPARSE_METHODS, SEMPARSE_RECIPE),
+    # GEO at the paper's size on the pilot's rung r9 (r7 with placeholders typed by the GeoQuery database, chapter 8e)
+    "semparse-typed": ({"geo": {}}, ("dfs",), SEMPARSE_METHODS, TYPED_RECIPE),
 }
 
 def nest_settings(settings:dict # `section.field` or bare field names: a `TrainConfig` field, else a model or task field
