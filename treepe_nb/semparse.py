@@ -226,7 +226,7 @@ def _geo(folder, entities, max_form_chars, max_form_depth):
             names = variables if entities == "names" else {}
             try: tree = geo_form(" ".join(_filled(logic[0].split(), names)), **budgets)
             except ValueError as err: raise ValueError(f"{where}, sentences[{j}]: logic[0] with its variables filled in: {err}") from None
-            words = _typed_question(text.split(), variables, lexicon, report, split) if lexicon else text.split()
+            words = _typed_question(text.split(), variables, lexicon, report, split) if entities == "typed" else text.split()
             out[split].append((_filled(words, names), tree))
     return out, dict(report)
 
@@ -333,10 +333,12 @@ def semparse_splits(dataset:str, # "geo" or "atis"
     entities = _own_entities(source) if entities is None else entities
     if entities not in ENTITIES: raise ValueError(f"entities must be one of {ENTITIES}, got {entities!r}")
     if dataset == "atis" and entities != _own_entities(source):
-        raise ValueError(f"entities={entities!r} is a GEO setting: the text2sql-data ATIS files name their entities "
-                         "(source='dong-lapata' reads Dong & Lapata's placeholders)" if source == "text2sql-data" else
-                         "entities='names' cannot be had from source='dong-lapata': its files keep the placeholders (ci0) only, "
-                         "not the names they replace (source='text2sql-data' names them)")
+        raise ValueError("entities='names' cannot be had from source='dong-lapata': its files keep the placeholders (ci0) only, "
+                         "not the names they replace (source='text2sql-data' names them)" if entities == "names" else
+                         f"entities={entities!r} is a GEO setting: " + (
+                             "the text2sql-data ATIS files name their entities (source='dong-lapata' reads Dong & Lapata's "
+                             "placeholders)" if source == "text2sql-data" else
+                             "Dong & Lapata's ATIS placeholders carry their type already (ci0 a city, al0 an airline)"))
     _budgets("", max_form_chars, max_form_depth, "a")
     folder = Path(data) if data is not None else default_data()
     if not folder.is_dir(): raise FileNotFoundError(f"data={str(folder)!r} is not a folder (see nbs/data/semparse/SOURCE.md)")
