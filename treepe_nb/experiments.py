@@ -59,8 +59,9 @@ RECIPE_CHANGES = (("paper", {}), ("dropout", {"model.dropout": 0.3}), ("smoothin
                   ("beam", {"beam": 5}),    # dev and test decoded with a beam of 5 (Shiv & Quirk decode with a beam)
                   ("typed", {"beam": None,  # greedy again (10a: a beam did not lift seq2seq), and GEO's placeholders typed
                              "task.options": {"entities": "typed", "keep_repeats": True}}))   # by the GeoQuery database
-SEMPARSE_RECIPE = {**SQ_RECIPE, **{k: v for _, change in RECIPE_CHANGES[:7] for k, v in change.items()}}  # rung r7
-TYPED_RECIPE = {**SQ_RECIPE, **{k: v for _, change in RECIPE_CHANGES[:9] for k, v in change.items()}}    # rung r9: r7, typed
+def _rung(n): return {k: v for _, change in RECIPE_CHANGES[:n] for k, v in change.items()}   # rung rn: its changes, in order
+SEMPARSE_RECIPE = {**SQ_RECIPE, **_rung(7)}   # rung r7
+TYPED_RECIPE = {**SQ_RECIPE, **_rung(9)}      # rung r9: r7, typed
 ATIS_PAPER = {"eval_every": 100,   # ATIS at that rung: Dong & Lapata's argument-identified files (their own `ci0` placeholders),
     "task.options": {**SEMPARSE_RECIPE["task.options"], "source": "dong-lapata"}}   # 4,433 / 491 / 448; dev (491) every ~3 passes
 K8S_NOTE = {  # the YAML note's model is d_model 256 with 48 heads; its step took 11 s on this CPU: 64, 4 layers x 4 heads
@@ -111,7 +112,7 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
     # r8 beam search of width 5 at dev and test, r9 greedy again with typed placeholders (`var0:city`, chapter 8e)
     # (r5's test keeps 185 of the 279 questions: the others' placeholder question is in train or dev; compare on those 185)
     "semparse-recipe": ({"geo": {}}, ("dfs",), SEMPARSE_METHODS[:1], {**SQ_RECIPE, "variants": {
-        f"r{i + 1}-{name}": {k: v for _, change in RECIPE_CHANGES[:i + 1] for k, v in change.items()}
+        f"r{i + 1}-{name}": _rung(i + 1)
         for i, (name, _) in enumerate(RECIPE_CHANGES)}}),
     # the grid at the paper's size (issue 54): seq2seq, seq2tree (stack) and ape-tree on the pilot's best rung (r7), GEO and ATIS
     "semparse-paper": ({"geo": {}, "atis": ATIS_PAPER}, ("dfs",), SEMPARSE_METHODS, SEMPARSE_RECIPE),
