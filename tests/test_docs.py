@@ -102,8 +102,29 @@ def test_readme_links_api_names_to_docs_url(tmp_path):
     links = re.findall(r"\[`([^`]+)`\]\((https://example\.org/treepe_nb/[^)]+)\)", readme)
     assert links, "README.md links no API name to docs_url"
     for name, url in links:
+        if (ROOT / "nbs" / f"{name}.ipynb").exists():           # a chapter's name: its page
+            assert url == f"https://example.org/treepe_nb/{docs.page_name(Path(name))}.html", (name, url)
+            continue
         page, anchor = targets[name.removesuffix("()")]
         assert url == f"https://example.org/treepe_nb/{page}.html#{anchor}"
+    assert "(https://example.org/treepe_nb/which_encoding.html)" in readme     # the guide, on the site
+
+
+def test_chapter_links():
+    """A link to a notebook beside the index (as JupyterLab follows it) becomes the chapter's page on the site and its
+    path in the repository in README.md (the guide is linked from both); a link to a notebook that is not there is an
+    error that names it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "[Which encoding when](nbs/13_which_encoding.ipynb)" in readme
+    site_index = docs.process(NOTEBOOKS[0])
+    text = "".join(c.source for c in site_index.cells if c.cell_type == "markdown")
+    assert "[Which encoding when](which_encoding.html)" in text and "13_which_encoding.ipynb" not in text
+    from execnb.nbio import mk_cell
+    nb = type("NB", (), {"cells": [mk_cell("see [x](99_missing.ipynb#top)", "markdown")], "path_": "demo.ipynb"})()
+    with pytest.raises(ValueError, match="99_missing.ipynb"): docs.link_chapters(nb, lambda s, f: s, ROOT / "nbs")
+    nb.cells[0].source = "see [x](12_development.ipynb#tests) and [y](other.ipynb)"
+    docs.link_chapters(nb, lambda s, f: f"{s}.page{f}", ROOT / "nbs")
+    assert nb.cells[0].source == "see [x](12_development.page#tests) and [y](other.ipynb)"
 
 
 def _show_doc_nb(path: Path, module: str, headings: list[str]):

@@ -11,14 +11,17 @@ The pipeline:
    outputs stored in the notebooks, so the API reference is the stored `show_doc` output. nbdev's `add_links` is
    replaced by `link_api`: a backticked name links to the `show_doc` heading that documents it, with a relative
    link (`trees.html#treepe_nb.trees.TreePositions.check`) to an anchor this build puts on that heading, so every
-   link has a target, and names with no heading on the site (private ones among them) get no link.
+   link has a target, and names with no heading on the site (private ones among them) get no link. A Markdown link
+   to another notebook (`[the guide](13_which_encoding.ipynb)`, which JupyterLab follows as written) becomes that
+   notebook's page (`which_encoding.html`).
 2. Quarto cell options that nbdev leaves for Quarto (`#| echo: false`, `#| code-fold: ...`) become MyST-NB cell
    tags; ipywidgets outputs become their stored static output plus a note that they are live in JupyterLab.
 3. Sphinx with MyST-NB and sphinx-book-theme renders the processed notebooks (never executing them) into `_docs/`,
    with MathJax copied from the `django-static-mathjax` wheel so no page loads anything from another host. Each
    page's download button offers its notebook, as in `nbs/` (copied to `_sources/`).
 README.md is step 1 on `nbs/index.ipynb`, written as Markdown by nbconvert. Its API links go to the published
-site only when `docs_url` in settings.ini names it; with `docs_url` empty (the default) names stay plain code.
+site only when `docs_url` in settings.ini names it; with `docs_url` empty (the default) names stay plain code, and
+links to notebooks go to the notebooks in the repository (`nbs/13_which_encoding.ipynb`).
 Nothing links to nbdev's `doc_host` or `git_url` (placeholders nbdev needs); the site's repository button
 appears only when `repo_url` is set.
 
@@ -226,6 +229,21 @@ def link_api(nb, targets: dict, base: str | None):
             if md is not None: out["data"]["text/markdown"] = link_names(md, targets, base)
 
 
+_re_chapter_link = re.compile(r"\]\((?P<stem>\d+[a-zA-Z0-9]*_\w+|index)\.ipynb(?P<frag>#[^)\s]*)?\)")
+
+
+def link_chapters(nb, to, nbs: Path):
+    """Rewrite the Markdown links to a notebook beside this one (`[the guide](13_which_encoding.ipynb)`, which JupyterLab
+    follows as written) to `to(stem, fragment)`: the site's page, or, in README.md, the notebook's path in the repository
+    or its page on `docs_url`. A link to a notebook that is not in `nbs` is an error that names it."""
+    def link(m):
+        if not (nbs / f"{m['stem']}.ipynb").exists():
+            raise ValueError(f"{nb.path_}: a link to {m['stem']}.ipynb, which is not in {nbs}")
+        return f"]({to(m['stem'], m['frag'] or '')})"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown": cell.source = _re_chapter_link.sub(link, cell.source)
+
+
 def _show_docs(nb, module: str):
     """Check every `show_doc` cell has a stored output (the API reference is rendered from it), drop the `---` rule
     nbdev starts it with (docutils cannot put a rule inside an output), and put the anchor `api_anchor` names just
@@ -280,10 +298,11 @@ def _cwd(path: Path):
     finally: os.chdir(old)
 
 
-def process(nb_path: Path, links: str | None = "", targets: dict | None = None, root: Path = ROOT):
+def process(nb_path: Path, links: str | None = "", targets: dict | None = None, root: Path = ROOT, chapters=None):
     """A notebook as the docs show it: nbdev-processed, Quarto options as tags, widgets static, title on top, API
     names linked to `{links}{page}.html#{anchor}` (`links=""`: the site's relative links; None: no links) for the
-    names in `targets` (default: `api_targets(root)`)."""
+    names in `targets` (default: `api_targets(root)`), and links to other notebooks sent to `chapters(stem, fragment)`
+    (default: the site's page, `which_encoding.html`: MyST-NB leaves a link to a notebook as it is)."""
     from execnb.nbio import read_nb
     from nbdev.process import NBProcessor
     nb_path = Path(nb_path).resolve()
@@ -295,6 +314,7 @@ def process(nb_path: Path, links: str | None = "", targets: dict | None = None, 
     static_widgets(nb)
     _show_docs(nb, module)
     link_api(nb, api_targets(root) if targets is None else targets, links)
+    link_chapters(nb, chapters or (lambda stem, frag: f"{page_name(Path(stem))}.html{frag}"), nb_path.parent)
     _display_math(nb)
     _inline_math(nb)
     for cell in nb.cells:
@@ -322,11 +342,14 @@ def docs_url(root: Path = ROOT) -> str | None:
 
 def render_readme(root: Path = ROOT) -> str:
     """README.md's text: `nbs/index.ipynb`, processed as for the site, written as Markdown by nbconvert. API names
-    link to the published site when `docs_url` is set, and are plain code otherwise."""
+    link to the published site when `docs_url` is set, and are plain code otherwise; links to chapters go to their
+    page on that site, or else to the notebook in the repository."""
     from nbconvert import MarkdownExporter
     index = notebooks(root)[0]
     if index.stem != "index": raise FileNotFoundError(f"no index.ipynb in {index.parent}")
-    body, _ = MarkdownExporter().from_notebook_node(_to_nbformat(process(index, docs_url(root), root=root)))
+    url, nbs = docs_url(root), settings(root)["nbs_path"]
+    chapter = lambda stem, frag: f"{url}{page_name(Path(stem))}.html{frag}" if url else f"{nbs}/{stem}.ipynb{frag}"
+    body, _ = MarkdownExporter().from_notebook_node(_to_nbformat(process(index, url, root=root, chapters=chapter)))
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
     return body
 
