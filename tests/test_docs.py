@@ -125,6 +125,11 @@ def test_chapter_links():
     nb.cells[0].source = "see [x](12_development.ipynb#tests) and [y](other.ipynb)"
     docs.link_chapters(nb, lambda s, f: f"{s}.page{f}", ROOT / "nbs")
     assert nb.cells[0].source == "see [x](12_development.page#tests) and [y](other.ipynb)"
+    stems = [p.stem for p in NOTEBOOKS]                                  # every notebook, with and without an anchor
+    nb.cells[0].source = " ".join(f"[{s}]({s}.ipynb) [{s}]({s}.ipynb#a-{i})" for i, s in enumerate(stems))
+    docs.link_chapters(nb, lambda s, f: f"{docs.page_name(Path(s))}.html{f}", ROOT / "nbs")
+    assert nb.cells[0].source == " ".join(f"[{s}]({p}.html) [{s}]({p}.html#a-{i})"
+                                          for i, (s, p) in enumerate(zip(stems, PAGES)))
 
 
 def _show_doc_nb(path: Path, module: str, headings: list[str]):
