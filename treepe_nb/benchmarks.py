@@ -18,16 +18,17 @@ from .algebraic import TreeAPE
 from .tracking import TreeTracker
 from .sequence import apply_rotary
 from .generators import random_binary_trees, tree_depths
-from .train import TrainConfig, build, batch_loss
-from .model import ModelConfig
-from .tasks import TaskConfig
+from .train import TrainConfig, build, batch_loss, seed_everything
+from .model import ModelConfig, Transformer
+from .tasks import TaskConfig, make_task
 
 # %% auto #0
-__all__ = ['QUICK', 'TREE_COPY_ENCODINGS', 'BENCHMARKS', 'machine_info', 'check_device', 'time_it', 'time_alternated',
-           'peak_memory', 'copy_trees', 'random_chains', 'node_positions', 'naive_stack_encode', 'path_lists',
-           'naive_tree_maps', 'PythonTracker', 'python_tracking', 'tracker_run', 'child_slot_table', 'summary',
-           'bench_stack', 'bench_tree_maps', 'bench_rotate_attention', 'bench_rotary', 'bench_tracker',
-           'bench_train_step', 'bench_generation', 'run_benchmarks', 'load_benchmarks', 'benchmarks_cli']
+__all__ = ['QUICK', 'TREE_COPY_ENCODINGS', 'MASKED_ENCODINGS', 'BENCHMARKS', 'machine_info', 'check_device', 'time_it',
+           'time_alternated', 'peak_memory', 'copy_trees', 'random_chains', 'node_positions', 'naive_stack_encode',
+           'path_lists', 'naive_tree_maps', 'PythonTracker', 'python_tracking', 'tracker_run', 'child_slot_table',
+           'summary', 'bench_stack', 'bench_tree_maps', 'bench_rotate_attention', 'bench_rotary', 'bench_tracker',
+           'alternated_steps', 'bench_train_step', 'bench_generation', 'bench_masked_step', 'run_benchmarks',
+           'load_benchmarks', 'benchmarks_cli']
 
 # %% ../nbs/11_benchmarks.ipynb #59785ac8
 def machine_info(device:str="cpu" # the device the benchmarks run on
@@ -264,6 +265,7 @@ QUICK = {   # a subset that a 2-core CPU runs in seconds: the same code, smaller
     "tracker": dict(sizes=(3, 5), depths=(8, 32), batches=(1, 8), batch=8, repeat=1),
     "train_step": dict(encodings=("none", "ape-tree"), batch=4, d_model=16, heads=2, layers=1, repeat=1),
     "generation": dict(encodings=("none", "ape-tree"), batch=1, max_nodes=8, d_model=16, heads=2, layers=1, repeat=1),
+    "masked_step": dict(encodings=("none", "additive"), batch=2, d_model=16, heads=2, layers=1, repeat=1),
 }
 
 def summary(result:dict) -> str:
@@ -443,6 +445,29 @@ def bench_tracker(sizes:Sequence[int]=(4, 6, 8, 10), # complete binary trees of 
 # %% ../nbs/11_benchmarks.ipynb #5ff9ab18
 TREE_COPY_ENCODINGS = ("none", "sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")
 
+def alternated_steps(models:dict[str, Callable], # encoding: a function returning (model, batch) on the device
+                     repeat:int, # timed steps per encoding, alternated over the encodings
+                     device="cpu") -> list[dict]: # one row per encoding: best and median step, ratio to `none`, peak memory
+    "Time one AdamW step (forward, backward, update) of each model on its batch, alternated so that the load hits all alike."
+    runs = {}
+    for pe, make in models.items():
+        model, b = make()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        def step(model=model, opt=opt, b=b):
+            opt.zero_grad(set_to_none=True)
+            loss, count, _ = batch_loss(model, b)
+            (loss / count).backward(); opt.step()
+        step()                                                        # warm-up: the optimizer's state exists now
+        runs[pe] = dict(step=step, b=b, times=[], memory=peak_memory(step, device), params=sum(p.numel() for p in model.parameters()))
+        del model, opt
+    for _ in range(repeat):
+        for r in runs.values(): r["times"].append(time_it(r["step"], 1, warmup=0, device=device)["best"])
+    base = runs.get("none", next(iter(runs.values())))
+    return [dict(series="encoding", x=pe, encoding=pe, step_s=min(r["times"]), step_median_s=statistics.median(r["times"]),
+                 vs_none=min(r["times"]) / min(base["times"]), peak_bytes=r["memory"]["bytes"], memory_method=r["memory"]["method"],
+                 src_length=int(r["b"].src_ids.shape[1]), params=r["params"])
+            | ({} if r["b"].tgt_ids is None else dict(tgt_length=int(r["b"].tgt_ids.shape[1]))) for pe, r in runs.items()]
+
 def _paper_model(pe:str, batch:int, d_model:int, heads:int, layers:int, device, seed:int=0):
     "tree-copy at the APE paper's size (depths N(7, 1)) and a model of the paper's shape, with one batch on `device`."
     cfg = TrainConfig(TaskConfig("tree-copy", order="dfs", sizes=(batch, 1, 1), preset="paper", seed=seed),
@@ -456,27 +481,9 @@ def bench_train_step(encodings:Sequence[str]=TREE_COPY_ENCODINGS, batch:int=64, 
                      repeat:int=3, # timed steps per encoding (alternated over the encodings)
                      device="cpu") -> dict:
     "One AdamW step (forward, backward, update) of the APE paper's tree-copy model per encoding: time and peak memory."
-    dev, rows = check_device(device), []
-    runs = {}
-    for pe in encodings:
-        task, model, b = _paper_model(pe, batch, d_model, heads, layers, dev)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        def step(model=model, opt=opt, b=b):
-            opt.zero_grad(set_to_none=True)
-            loss, count, _ = batch_loss(model, b)
-            (loss / count).backward(); opt.step()
-        step()                                                        # warm-up: the optimizer's state exists now
-        runs[pe] = dict(step=step, model=model, b=b, times=[], memory=peak_memory(step, dev))
-        del model, opt
-    for _ in range(repeat):                                          # alternated: the machine's load hits all alike
-        for pe, r in runs.items(): r["times"].append(time_it(r["step"], 1, warmup=0, device=dev)["best"])
-    base = runs.get("none", next(iter(runs.values())))
-    for pe, r in runs.items():
-        b = r["b"]
-        rows.append(dict(series="encoding", x=pe, encoding=pe, step_s=min(r["times"]), step_median_s=statistics.median(r["times"]),
-                         vs_none=min(r["times"]) / min(base["times"]), peak_bytes=r["memory"]["bytes"],
-                         memory_method=r["memory"]["method"], src_length=int(b.src_ids.shape[1]),
-                         tgt_length=int(b.tgt_ids.shape[1]), params=sum(p.numel() for p in r["model"].parameters())))
+    dev = check_device(device)
+    rows = alternated_steps({pe: (lambda pe=pe: _paper_model(pe, batch, d_model, heads, layers, dev)[1:]) for pe in encodings},
+                            repeat, dev)
     return _record("train_step", dev, dict(encodings=list(encodings), batch=batch, d_model=d_model, heads=heads,
                                            layers=layers, repeat=repeat, task="tree-copy (depth N(7, 1))",
                                            dtype="float32", optimizer="AdamW"), rows)
@@ -507,10 +514,31 @@ def bench_generation(encodings:Sequence[str]=TREE_COPY_ENCODINGS, batch:int=8, m
                                            beams=[x or 1 for x in beams], d_model=d_model, heads=heads, layers=layers,
                                            repeat=repeat), rows)
 
+# %% ../nbs/11_benchmarks.ipynb #09c29521
+MASKED_ENCODINGS = ("none", "sinusoidal", "additive", "additive-sin", "stack", "ape-tree")   # chapter 10c's, and none
+
+def bench_masked_step(encodings:Sequence[str]=MASKED_ENCODINGS, target:str="bigram", # the k8s-keys target
+                      batch:int=32, d_model:int=64, heads:int=4, layers:int=4, # encoder layers; feed-forward 4 x d_model
+                      repeat:int=10, # timed steps per encoding (alternated over the encodings): a step takes a fraction of a second
+                      device="cpu") -> dict:
+    "One AdamW step of chapter 10c's masked-key encoder on `k8s-keys` per encoding (the additive ones included): time and peak memory."
+    dev = check_device(device)
+    task = make_task(TaskConfig("k8s-keys", options={"target": target}))
+    if len(task.train) < batch: raise ValueError(f"batch {batch} is larger than the k8s-keys training split ({len(task.train)} documents)")
+    b = task.collate(list(task.train)[:batch]).to(dev)
+    def make(pe):
+        seed_everything(0)
+        return Transformer.from_task(ModelConfig(pe=pe, d_model=d_model, num_heads=heads, enc_layers=layers, d_ff=4 * d_model),
+                                     task).to(dev), b
+    rows = alternated_steps({pe: (lambda pe=pe: make(pe)) for pe in encodings}, repeat, dev)
+    return _record("masked_step", dev, dict(encodings=list(encodings), target=target, batch=batch, d_model=d_model, heads=heads,
+                                            layers=layers, d_ff=4 * d_model, repeat=repeat, task=f"k8s-keys ({target})",
+                                            dtype="float32", optimizer="AdamW", load_average=os.getloadavg()[0]), rows)
+
 # %% ../nbs/11_benchmarks.ipynb #8d7cf052
 BENCHMARKS = {"stack": bench_stack, "tree_maps": bench_tree_maps, "rotate_attention": bench_rotate_attention,
               "rotary": bench_rotary, "tracker": bench_tracker, "train_step": bench_train_step,
-              "generation": bench_generation}
+              "generation": bench_generation, "masked_step": bench_masked_step}
 
 def run_benchmarks(names:Sequence[str]|None=None, # keys of `BENCHMARKS` (default: all)
                    device:str="cpu", # "cpu", "cuda" or "cuda:N"
