@@ -442,9 +442,7 @@ def bench_tracker(sizes:Sequence[int]=(4, 6, 8, 10), # complete binary trees of 
     return _record("tracker", dev, dict(sizes=list(sizes), depths=list(depths), batches=list(batches), batch=batch,
                                         repeat=repeat), rows)
 
-# %% ../nbs/11_benchmarks.ipynb #5ff9ab18
-TREE_COPY_ENCODINGS = ("none", "sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")
-
+# %% ../nbs/11_benchmarks.ipynb #9246e40e
 def alternated_steps(models:dict[str, Callable], # encoding: a function returning (model, batch) on the device
                      repeat:int, # timed steps per encoding, alternated over the encodings
                      device="cpu") -> list[dict]: # one row per encoding: best and median step, ratio to `none`, peak memory
@@ -467,6 +465,9 @@ def alternated_steps(models:dict[str, Callable], # encoding: a function returnin
                  vs_none=min(r["times"]) / min(base["times"]), peak_bytes=r["memory"]["bytes"], memory_method=r["memory"]["method"],
                  src_length=int(r["b"].src_ids.shape[1]), params=r["params"])
             | ({} if r["b"].tgt_ids is None else dict(tgt_length=int(r["b"].tgt_ids.shape[1]))) for pe, r in runs.items()]
+
+# %% ../nbs/11_benchmarks.ipynb #5ff9ab18
+TREE_COPY_ENCODINGS = ("none", "sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")
 
 def _paper_model(pe:str, batch:int, d_model:int, heads:int, layers:int, device, seed:int=0):
     "tree-copy at the APE paper's size (depths N(7, 1)) and a model of the paper's shape, with one batch on `device`."
