@@ -16,6 +16,8 @@ lic_name, lic_classifier = licenses[cfg["license"]]
 min_python = cfg["min_python"]
 requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
+code_requirements = cfg.get("code_requirements", "").split()   # extra `code`: tree-sitter and its grammars
+hf_requirements = cfg.get("hf_requirements", "").split()       # extra `hf`: transformers and tokenizers
 readme = here / "README.md"
 
 setuptools.setup(
@@ -44,7 +46,8 @@ setuptools.setup(
     include_package_data=False,
     python_requires=f">={min_python}",
     install_requires=requirements,
-    extras_require={"dev": dev_requirements},
+    extras_require={"code": code_requirements, "hf": hf_requirements,
+                    "dev": dev_requirements + code_requirements + hf_requirements},
     zip_safe=False,
     entry_points={"nbdev": [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"],
                   "console_scripts": cfg.get("console_scripts", "").split()},
