@@ -133,11 +133,12 @@ def test_eval_of_a_read_only_folder_prints_its_result(whole, tmp_path, capsys, m
     shutil.copytree(whole, run)
     os.chmod(run, 0o555)
     if os.access(run, os.W_OK):                                  # root writes anywhere: make the write fail as it would
-        write = Path.write_text
-        def refuse(self, *a, **k):
-            if self.name.startswith("eval_"): raise PermissionError(13, "Permission denied", str(self))
-            return write(self, *a, **k)
-        monkeypatch.setattr(Path, "write_text", refuse)
+        import treepe_nb.train
+        write = treepe_nb.train.write_run_file
+        def refuse(path, *a, **k):
+            if Path(path).name.startswith("eval_"): raise PermissionError(13, "Permission denied", str(path))
+            return write(path, *a, **k)
+        monkeypatch.setattr(treepe_nb.train, "write_run_file", refuse)
     try:
         eval_cli([str(run), "--split", "dev", "--device", "cpu"])
         out, err = capsys.readouterr()

@@ -106,9 +106,8 @@ def _read_config(p:argparse.ArgumentParser, path:str) -> dict:
     path = Path(path)
     if path.is_dir(): p.error(f"--config {path}: a folder, not a file")
     if not path.is_file(): p.error(f"--config {path}: no such file")
-    try: values = load_yaml_data(path.read_bytes()) or {}      # bounded: no alias bombs, no endless nesting
-    except yaml.YAMLError as e: p.error(f"--config {path}: not valid YAML/JSON ({e})")
-    except ValueError as e: p.error(f"--config {path}: {e}")
+    try: values = read_run_file(path) or {}         # bounded: a size limit, no alias bombs, no endless nesting
+    except ValueError as e: p.error(f"--config {e}")
     if not isinstance(values, dict): p.error(f"--config {path}: expected a mapping of options, got {type(values).__name__}")
     return values
 
@@ -123,20 +122,27 @@ def _task_options(p:argparse.ArgumentParser, items:list[str]) -> dict:
     return opts
 
 def _early_imports(argv:Sequence[str]|None):
-    """Import the modules of `--import` and of your `--config` file before the parser is made, so that the tasks and
-    encodings they register are choices of its options. With `--resume`, the run folder's config.yaml imports nothing:
-    a module it names must be given with `--import` (`imported_already` says so when the run is read)."""
+    """Import the modules of `--import` before the parser is made, so that the tasks and encodings they register are
+    choices of its options. Only the command line chooses code: a `--config` file is data like a run folder, so the
+    modules its `imports:` lists are not imported here (`_config_imports` refuses those that `--import` does not name),
+    and with `--help` nothing is imported at all."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--import", dest="imports", action="append", default=[])
-    pre.add_argument("--config")
-    pre.add_argument("--resume", action="store_true")
+    pre.add_argument("-h", "--help", action="store_true")
     known, _ = pre.parse_known_args(argv)
-    file, listed = None if known.resume else known.config, []
-    if file and Path(file).is_file():
-        try: listed = read_run_file(file).get("imports") or []
-        except (ValueError, AttributeError, TypeError): pass     # the parser names a bad file when it reads it
-    try: import_modules([*listed, *known.imports] if isinstance(listed, list) else known.imports)
+    if known.help: return
+    try: import_modules(known.imports)
     except (ValueError, TypeError) as e: command_error("treepe-train", e)
+
+def _config_imports(p:argparse.ArgumentParser, path:str, values:dict, given:Sequence[str]):
+    "A parser error where the `--config` file at `path` lists `imports:` that `--import` (`given`) does not name."
+    listed = values.get("imports") or []
+    if isinstance(listed, str): listed = [listed]
+    if not isinstance(listed, list): p.error(f"--config {path}: imports must be a list of module names")
+    missing = [str(m) for m in listed if m not in given]
+    if missing:
+        p.error(f"--config {path} lists imports: {', '.join(missing)}; a config file is data and chooses no code to "
+                f"run, so its modules are imported only when you name them: {' '.join(f'--import {m}' for m in missing)}")
 
 def config_from_args(argv:Sequence[str]|None=None # command-line arguments (default: `sys.argv[1:]`)
                     ) -> tuple[TrainConfig, argparse.Namespace]:
@@ -148,11 +154,14 @@ def config_from_args(argv:Sequence[str]|None=None # command-line arguments (defa
     try:
         if args.resume:
             if args.config: p.error("--resume reads the run's own config.yaml; --config cannot be given with it")
-            stored = RunFolder(getattr(args, "out", TrainConfig().out)) / RunFolder.CONFIG
+            folder = RunFolder(getattr(args, "out", TrainConfig().out))
+            folder.check_files()                       # a planted link is refused before anything is read or written
+            stored = folder / RunFolder.CONFIG
             if not stored.is_file(): p.error(f"--resume: no run to continue in {stored.parent} (no config.yaml)")
             values = TrainConfig.from_dict(_read_config(p, stored), str(stored)).to_dict()
         else:
             values = nested_settings(_read_config(p, args.config), flat=False) if args.config else {"task": {}}
+            if args.config: _config_imports(p, args.config, values, getattr(args, "imports", []))
             values.setdefault("test", True)            # treepe-train scores the test split unless --no-test (or test: false)
         for dest, v in vars(args).items():
             if dest in ("config", "resume", "overwrite", "no_progress"): continue   # not settings of the run

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08g_config.ipynb #78580de2
 from __future__ import annotations
-import difflib, importlib, os, sys
+import contextlib, difflib, importlib, json, os, sys
 from dataclasses import dataclass, field, fields, asdict, replace
 from pathlib import Path
 from typing import Sequence
@@ -17,9 +17,9 @@ from .tasks import TaskConfig
 from .yaml_reader import load_yaml_data
 
 # %% auto #0
-__all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'RUN_FILE_LIMIT', 'import_modules', 'imported_already',
-           'TrainConfig', 'check_device', 'resolve_device', 'nested_settings', 'resume_changes', 'read_run_file',
-           'stored_config', 'checkpoint_config']
+__all__ = ['RUN_PE', 'AMP_MODES', 'BEST_METRICS', 'RESUMABLE_CHANGES', 'RUN_FILE_LIMIT', 'RUN_JSON_LIMIT', 'import_modules',
+           'imported_already', 'TrainConfig', 'check_device', 'resolve_device', 'nested_settings', 'resume_changes',
+           'read_run_file', 'stored_config', 'checkpoint_config']
 
 # %% ../nbs/08g_config.ipynb #afaa9cdb
 def _module_names(names) -> tuple[str, ...]:
@@ -32,14 +32,25 @@ def _module_names(names) -> tuple[str, ...]:
             raise ValueError(f"imports must be module names such as my_encodings or pkg.tasks, got {name!r:.60}")
     return tuple(names)
 
+@contextlib.contextmanager
+def _working_folder_last():
+    "The working folder at the end of `sys.path` for the block (where it is not on the path already), then removed."
+    cwd, added = os.getcwd(), False
+    if cwd not in sys.path and "" not in sys.path: sys.path.append(cwd); added = True
+    try: yield
+    finally:
+        if added and cwd in sys.path: sys.path.remove(cwd)
+
 def import_modules(names:Sequence[str], # module names, e.g. ["my_encodings"] (a single name is accepted too)
                   ) -> tuple[str, ...]: # the names, as given
-    """Import your own modules (whose import registers tasks or encodings), the working folder first; a `ValueError`
-    that names a module that cannot be found, or the error its import raised."""
+    """Import your own modules (whose import registers tasks or encodings), found on the Python path or in the working
+    folder; a `ValueError` that names a module that cannot be found, or the error its import raised. The working folder
+    is searched after the installed packages and only while these imports run, so a file there (a `tensorboard.py`
+    left lying about) never replaces an installed package for the rest of the run."""
     names = _module_names(names)
-    if names and os.getcwd() not in sys.path: sys.path.insert(0, os.getcwd())   # as `python -m` does; a console script not
     for name in names:
-        try: importlib.import_module(name)
+        try:
+            with _working_folder_last(): importlib.import_module(name)
         except ModuleNotFoundError as e:
             if e.name is not None and name != e.name and not name.startswith(f"{e.name}."):
                 raise ValueError(f"importing {name!r} failed: {e}") from None          # a module it imports is missing
@@ -265,14 +276,19 @@ def resume_changes(stored:TrainConfig, # the configuration a run folder was star
                          " (start a new run in another folder instead)")
     return changed
 
-RUN_FILE_LIMIT = 256 * 2**20   # bytes: the largest config.yaml or vocab.json a run folder is trusted to hold
+RUN_FILE_LIMIT = 2**20         # bytes: the largest YAML file of a run folder (config.yaml) read; ~2 s for the YAML reader
+RUN_JSON_LIMIT = 32 * 2**20    # bytes: the largest JSON file (vocab.json); json's reader takes < 1 s and < 1 GB for it
 
 def read_run_file(path:str|Path, # a run folder's config.yaml or vocab.json (or another YAML/JSON file of it)
-                  limit:int=RUN_FILE_LIMIT, # the most bytes read
+                  limit:int|None=None, # the most bytes read (None: `RUN_JSON_LIMIT` for a .json file, else `RUN_FILE_LIMIT`)
                  ):
-    """A run folder's YAML or JSON file, read through the bounded YAML reader (JSON is YAML): no alias bombs, no
-    endless nesting, no tags that build objects; any problem is a `ValueError` that names the file."""
+    """A run folder's YAML or JSON file under a size limit: YAML through the bounded YAML reader (no alias bombs, no
+    endless nesting, no tags that build objects), a `.json` file through json's own reader (JSON has no aliases and no
+    tags; it is also ~100 times faster, which is what lets a vocabulary be large); any problem is a `ValueError` that
+    names the file."""
     path = Path(path)
+    is_json = path.suffix == ".json"
+    if limit is None: limit = RUN_JSON_LIMIT if is_json else RUN_FILE_LIMIT
     if path.is_dir(): raise ValueError(f"{path} is a folder, not a file")
     if path.exists() and not path.is_file():          # a FIFO would block the read, /dev/zero never end it
         raise ValueError(f"{path} is not a regular file (a pipe, a device or a socket): a run folder's files are plain files")
@@ -281,10 +297,10 @@ def read_run_file(path:str|Path, # a run folder's config.yaml or vocab.json (or 
         data = path.read_bytes()
     except OSError as e: raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
     if not data.strip(): raise ValueError(f"{path} is empty")
-    try: return load_yaml_data(data)
+    try: return json.loads(data) if is_json else load_yaml_data(data)
     except RecursionError: raise ValueError(f"{path}: nested too deeply to read") from None
-    except (yaml.YAMLError, ValueError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid YAML/JSON: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    except (yaml.YAMLError, ValueError, UnicodeDecodeError) as e:           # (json's errors are ValueErrors)
+        raise ValueError(f"{path} is not valid {'JSON' if is_json else 'YAML'}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 def stored_config(path:str|Path # a run folder's config.yaml
                  ) -> TrainConfig:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_model.ipynb #d064dcfc
 from __future__ import annotations
-import contextlib, math, numbers
+import contextlib, math, numbers, os, warnings
 from dataclasses import dataclass, fields
 from typing import Any, Sequence
 import torch
@@ -15,111 +15,11 @@ from .trees import Tree, TreePositions, batch_positions, check_order
 from .attention import (ENCODINGS, check_encoding, check_heads, check_reads, positions_modality,
                                  PositionEncoding, PreparedPositions, MultiHeadAttention, KVCache)
 from .tracking import ArityVocab, TreeTracker
+from .model_config import ACTIVATIONS, MAX_LAYERS, check_number, ModelConfig, TransformerConfig
 
 # %% auto #0
-__all__ = ['ACTIVATIONS', 'check_number', 'ModelConfig', 'TransformerConfig', 'EncoderLayer', 'DecoderLayer', 'Transformer',
-           'DecoderState', 'exact_match']
-
-# %% ../nbs/07_model.ipynb #30947805
-ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}   # the feed-forward block's non-linearity
-
-def check_number(cfg, # a config (any object)
-                 name:str, # the field to check
-                 kind:type, # int, or float (which also accepts ints)
-                 low:float, # the smallest value allowed (excluded when `low_open`)
-                 high:float=math.inf, # the largest (excluded when `high_open`)
-                 low_open:bool=False, high_open:bool=False,
-                ):
-    "Check one numeric field of a config: its type (no bools, no NaN or infinity) and its range; a `ValueError` naming it."
-    v = getattr(cfg, name)
-    ok_type = isinstance(v, kind) if kind is int else isinstance(v, (int, float))
-    if isinstance(v, bool) or not ok_type or (kind is float and not math.isfinite(v)):
-        hint = (" (text, not a number: YAML reads 3e-3 as text, write 3.0e-3)" if isinstance(v, str) else
-                " (a whole number is needed)" if kind is int and isinstance(v, float) and math.isfinite(v) else "")
-        raise ValueError(f"{name} must be {'an integer' if kind is int else 'a finite number'}, got {v!r}{hint}")
-    if v < low or (low_open and v == low) or v > high or (high_open and v == high):
-        raise ValueError(f"{name} must be in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}, "
-                         f"got {v!r}")
-
-@dataclass(kw_only=True)
-class ModelConfig:
-    "What a user chooses about a model: sizes, the feed-forward block, dropout and the positional encodings."
-    d_model: int = 64                  # model width
-    num_heads: int = 4                 # attention heads; must divide d_model
-    enc_layers: int = 2                # encoder layers
-    dec_layers: int = 2                # decoder layers (when there is a decoder)
-    d_ff: int|None = None              # feed-forward width (None: 4 * d_model)
-    dec_d_ff: int|None = None          # the decoder's feed-forward width (None: d_ff)
-    activation: str = "gelu"           # the feed-forward non-linearity: gelu or relu
-    dropout: float = 0.0               # dropout on embeddings, residual branches and attention weights
-    pe: str = "sinusoidal"             # positional encoding of both sides, a name of ENCODINGS
-    src_pe: str|None = None            # the encoder's encoding where it differs from pe
-    tgt_pe: str|None = None            # the decoder's encoding where it differs from pe
-    decay: float|None = None           # distance decay c**p of attention scores, self and cross (e.g. 0.98); None: off
-    max_distance: int = 16             # Shaw's clipping distance (the relative encoding)
-    cross_positions: bool|None = None  # rotate cross-attention by both sides' positions (None: when both use one rotation)
-    tie_embeddings: bool = False       # the output projection shares the target embedding matrix
-    max_len: int = 1024                # rows of the sinusoidal and learned tables; longest generated sequence
-
-    def __post_init__(self):
-        for name in ("d_model", "num_heads", "enc_layers", "max_len"): check_number(self, name, int, 1)
-        for name in ("dec_layers", "max_distance"): check_number(self, name, int, 0)
-        for name in ("d_ff", "dec_d_ff"):
-            if getattr(self, name) is not None: check_number(self, name, int, 1)
-        check_number(self, "dropout", float, 0, 1, high_open=True)
-        if self.decay is not None: check_number(self, "decay", float, 0, 1, low_open=True)
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}")
-        for name in ("tie_embeddings",) + (("cross_positions",) if self.cross_positions is not None else ()):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        check_encoding(self.pe)
-        for side in (self.src_pe, self.tgt_pe):
-            if side is not None: check_encoding(side)
-        check_heads(self.d_model, self.num_heads)
-        src, tgt = self.encodings
-        if self.cross_positions and not (src == tgt and ENCODINGS[src].family == "rotation"):
-            raise ValueError(f"cross_positions=True needs one rotation encoding "
-                             f"({', '.join(k for k, e in ENCODINGS.items() if e.family == 'rotation')}) on both sides, "
-                             f"got src_pe={src!r}, tgt_pe={tgt!r}")
-
-    @property
-    def encodings(self) -> tuple[str, str]:
-        "The (source, target) encoding names."
-        return self.src_pe or self.pe, self.tgt_pe or self.pe
-
-# %% ../nbs/07_model.ipynb #cadc1944
-@dataclass
-class TransformerConfig(ModelConfig):
-    "A `ModelConfig` plus what the data decides: vocabulary sizes and the limits of the positions."
-    src_vocab: int                 # source token ids 0..src_vocab-1 (0 is padding)
-    tgt_vocab: int|None = None     # target token ids (0 pad, 1 start, 2 end); None: encoder only
-    n: int = 2                     # branching factor of tree positions
-    max_depth: int = 32            # deepest tree depth allowed (root 0)
-    max_sibling: int|None = None   # rows of the additive encoding's sibling table (default n)
-    num_kinds: int = 4             # node kinds of the additive encoding
-    axes: int = 2                  # coordinates of grid positions (ape-grid)
-    num_labels: int|None = None    # per-token encoder head (default: src_vocab for an encoder-only model)
-    pad_id: int = 0                # the padding id of both sides
-
-    def __post_init__(self):
-        super().__post_init__()
-        for name in ("src_vocab", "n", "num_kinds", "axes"): check_number(self, name, int, 1)
-        check_number(self, "max_depth", int, 0)
-        if self.tgt_vocab is not None: check_number(self, "tgt_vocab", int, 0)
-        if self.max_sibling is not None: check_number(self, "max_sibling", int, 0)
-        if self.num_labels is not None: check_number(self, "num_labels", int, 1)
-        check_number(self, "pad_id", int, 0, min(self.src_vocab, self.tgt_vocab or self.src_vocab) - 1)   # in both
-        if self.tgt_vocab is not None and (self.tgt_vocab < 3 or self.dec_layers < 1):
-            raise ValueError(f"a decoder needs tgt_vocab >= 3 (pad, start, end) and dec_layers >= 1, got "
-                             f"tgt_vocab={self.tgt_vocab}, dec_layers={self.dec_layers}")
-        self.src_pe, self.tgt_pe = self.encodings
-        same_rotation = self.src_pe == self.tgt_pe and ENCODINGS[self.src_pe].family == "rotation"
-        if self.cross_positions is None: self.cross_positions = same_rotation and self.tgt_vocab is not None
-
-    def model_config(self) -> ModelConfig:
-        "The user's part of this configuration."
-        return ModelConfig(**{f.name: getattr(self, f.name) for f in fields(ModelConfig)})
+__all__ = ['MODEL_BYTES_LIMIT', 'EncoderLayer', 'DecoderLayer', 'model_bytes', 'check_model_size', 'Transformer', 'DecoderState',
+           'exact_match']
 
 # %% ../nbs/07_model.ipynb #a3bee4af
 def _feed_forward(cfg:TransformerConfig, decoder:bool=False) -> nn.Sequential:
@@ -177,6 +77,46 @@ class DecoderLayer(nn.Module):
                                           rotate_memory=self.rotate_memory))
         return x + self.drop(self.ff(self.norm3(x)))
 
+# %% ../nbs/07_model.ipynb #9e91b295
+MODEL_BYTES_LIMIT = 2**30   # the most bytes of weights a model may hold (raise it with TREEPE_MAX_MODEL_BYTES)
+
+_PART_SETTINGS = {"src_embed": ("src_vocab", "d_model"), "tgt_embed": ("tgt_vocab", "d_model"),
+                  "generator": ("tgt_vocab", "d_model"), "head": ("num_labels", "src_vocab", "d_model"),
+                  "encoder": ("enc_layers", "d_model", "d_ff", "max_distance"),
+                  "decoder": ("dec_layers", "d_model", "dec_d_ff", "d_ff", "max_distance"),
+                  "src_encoding": ("src_pe", "n", "max_depth", "max_len", "max_sibling", "num_kinds"),
+                  "tgt_encoding": ("tgt_pe", "n", "max_depth", "max_len", "max_sibling", "num_kinds")}
+
+def model_bytes(cfg:TransformerConfig # the settings
+               ) -> dict[str, int]: # bytes of parameters and buffers per part of the model (`src_embed`, `encoder`, ...)
+    "What the model of `cfg` would hold, part by part, measured on the `meta` device: nothing is allocated."
+    with torch.device("meta"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shell = Transformer(cfg)
+    parts = {}
+    for name, t in [*shell.named_parameters(), *shell.named_buffers()]:
+        part = name.split(".")[0]
+        parts[part] = parts.get(part, 0) + t.numel() * t.element_size()
+    return parts
+
+# %% ../nbs/07_model.ipynb #06ecd376
+def _gib(n:int) -> str: return f"{n / 2**30:.2f} GiB" if n >= 2**28 else f"{n / 2**20:.1f} MiB"
+
+def check_model_size(cfg:TransformerConfig, # the settings
+                     limit:int|None=None, # the most bytes (None: TREEPE_MAX_MODEL_BYTES, else `MODEL_BYTES_LIMIT`)
+                    ) -> int: # the bytes the model holds
+    "The bytes of the model of `cfg`, or a `ValueError` naming its largest part and that part's settings if over `limit`."
+    if limit is None: limit = int(os.environ.get("TREEPE_MAX_MODEL_BYTES", MODEL_BYTES_LIMIT))
+    parts = model_bytes(cfg)
+    total = sum(parts.values())
+    if total > limit:
+        part, size = max(parts.items(), key=lambda kv: kv[1])
+        settings = ", ".join(f"{s}={getattr(cfg, s)}" for s in _PART_SETTINGS.get(part, ()) if getattr(cfg, s) is not None)
+        raise ValueError(f"these model settings ask for {_gib(total)} of weights, over the limit of {_gib(limit)}: the "
+                         f"largest part, {part} ({_gib(size)}), is sized by {settings or 'its settings'}; if such a "
+                         f"model is intended, raise the limit with the environment variable TREEPE_MAX_MODEL_BYTES")
+    return total
+
 # %% ../nbs/07_model.ipynb #0ff7fbec
 def _check_ids(ids:Tensor, vocab:int, what:str, limit:str) -> Tensor:
     "`ids` as int64 (any integer dtype is accepted), if every id is in the vocabulary."
@@ -231,6 +171,7 @@ class Transformer(nn.Module):
     "Pre-LN encoder-decoder (or encoder only) with one positional encoding per side, chosen by name."
     def __init__(self, cfg:TransformerConfig):
         super().__init__()
+        if torch.get_default_device().type != "meta": check_model_size(cfg)   # before anything is allocated
         self.cfg, d = cfg, cfg.d_model
         def pe(name): return PositionEncoding(name, d, cfg.num_heads, cfg.n, cfg.max_depth, cfg.max_len,
                                               cfg.max_sibling, cfg.num_kinds, cfg.axes)

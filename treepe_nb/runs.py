@@ -4,10 +4,10 @@
 
 # %% ../nbs/09_runs.ipynb #e0e86311
 from __future__ import annotations
-import errno, json, os, random, shutil, socket, sys, warnings
+import errno, json, os, random, shutil, socket, stat, sys, warnings
 from functools import cached_property
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 import numpy as np
 import torch
 import yaml
@@ -18,9 +18,68 @@ from .tasks import TaskSpec, make_task
 from .config import TrainConfig, checkpoint_config, import_modules, read_run_file, resolve_device, stored_config
 
 # %% auto #0
-__all__ = ['CHECKPOINTS', 'VOCAB_KEYS', 'FLAT_FIELDS', 'RunFolder', 'rng_state', 'set_rng_state', 'save_checkpoint',
-           'load_checkpoint', 'append_record', 'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab',
-           'RunLock', 'checkpoint_state', 'Run']
+__all__ = ['CHECKPOINTS', 'VOCAB_KEYS', 'FLAT_FIELDS', 'check_run_file', 'check_run_folder', 'write_run_file', 'append_run_file',
+           'RunFolder', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint', 'append_record',
+           'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab', 'RunLock', 'checkpoint_state', 'Run']
+
+# %% ../nbs/09_runs.ipynb #fa0bfe9e
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)   # (Windows has no symbolic-link flag; its links need privileges to make)
+
+def check_run_file(path:str|Path # a file of a run folder (it need not exist)
+                  ) -> Path: # `path`
+    """`path` if it is missing or a regular file; a `ValueError` naming it if it is a symbolic link (a write would go
+    where the link points), a folder, a pipe, a device or a socket. The entry is looked at itself (`lstat`)."""
+    path = Path(path)
+    try: mode = os.lstat(path).st_mode
+    except FileNotFoundError: return path
+    if stat.S_ISLNK(mode):
+        raise ValueError(f"{path} is a symbolic link: a run folder is written only inside itself, never through a "
+                         f"link (remove the link, or put a copy of the file it points to in its place)")
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path} is not a regular file (a folder, a pipe, a device or a socket): a run folder's files "
+                         f"are plain files")
+    return path
+
+def check_run_folder(path:str|Path # a folder of a run folder (e.g. its tensorboard/; it need not exist)
+                    ) -> Path: # `path`
+    "`path` if it is missing or a real folder; a `ValueError` naming it if it is a symbolic link or not a folder."
+    path = Path(path)
+    try: mode = os.lstat(path).st_mode
+    except FileNotFoundError: return path
+    if stat.S_ISLNK(mode):
+        raise ValueError(f"{path} is a symbolic link: a run folder is written only inside itself (remove the link)")
+    if not stat.S_ISDIR(mode): raise ValueError(f"{path} is in the way of a folder of the run: it is not a folder")
+    return path
+
+# %% ../nbs/09_runs.ipynb #2198b211
+def write_run_file(path:str|Path, # the file (its folder must exist)
+                   data:str|bytes|Callable, # the contents, or a function that writes them into an open binary file
+                   durable:bool=False, # also sync the file and its folder (a checkpoint: it survives a power cut)
+                  ) -> Path: # `path`
+    """Write a run folder's file whole, never through a link: a temporary file created exclusively beside it
+    (`O_EXCL | O_NOFOLLOW`, a stale one removed first), then `os.replace`. `path` must pass `check_run_file`."""
+    path = check_run_file(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.unlink(missing_ok=True)                   # a stale file or link (unlink removes a link, not its target)
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644), "wb") as f:
+            if callable(data): data(f)
+            else: f.write(data.encode() if isinstance(data, str) else data)
+            if durable: f.flush(); os.fsync(f.fileno())
+    except BaseException:
+        if not tmp.is_dir(): tmp.unlink(missing_ok=True)   # nothing half-written is left; the old file is untouched
+        raise
+    os.replace(tmp, path)
+    if durable: _fsync_dir(path.parent)
+    return path
+
+def append_run_file(path:str|Path, # the file (created if missing)
+                    text:str, # what to append
+                   ):
+    "Append to a run folder's file, never through a link (`O_APPEND | O_NOFOLLOW`; `path` must pass `check_run_file`)."
+    path = check_run_file(path)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | os.O_NONBLOCK, 0o644)
+    with os.fdopen(fd, "a") as f: f.write(text)
 
 # %% ../nbs/09_runs.ipynb #59142f1a
 CHECKPOINTS = ("auto", "best", "last")   # auto: best.pt if there is one, else last.pt
@@ -65,8 +124,8 @@ class RunFolder:
         return stored_config(path)
 
     def write_config(self, cfg:TrainConfig):
-        "Write the run's settings as its config.yaml."
-        (self.path / self.CONFIG).write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        "Write the run's settings as its config.yaml (`write_run_file`: whole, never through a link)."
+        write_run_file(self.path / self.CONFIG, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         self.__dict__.pop("config", None)                # read again (as a resume will read it) when next asked
 
     def checkpoint_file(self, which:str="auto" # one of `CHECKPOINTS`
@@ -105,8 +164,24 @@ class RunFolder:
         "Load a checkpoint's weights, or the one error for weights that do not fit the model of the run's settings."
         try: model.load_state_dict(state)
         except RuntimeError as e:
-            raise ValueError(f"{path} does not fit the model of its config.yaml: {str(e).splitlines()[0]}") from None
+            lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+            raise ValueError(f"{path} does not fit the model of its config.yaml and vocab.json: "
+                             f"{lines[1] if len(lines) > 1 else lines[0]}") from None
         return model
+
+    def build(self, cfg, # the model settings (`TrainConfig.model_to_build`)
+              spec, # the task's facts (`TaskSpec`, as vocab.json holds it)
+              src_vocab, tgt_vocab, # the vocabularies
+              state:dict, # a checkpoint's `model` state
+              path:Path, # the checkpoint it came from (named in the errors)
+             ) -> torch.nn.Module: # the model with the weights loaded
+        """The model of a run's settings with a checkpoint's weights, compared on the `meta` device first: settings or a
+        spec that do not fit the checkpoint (a forged `vocab.json` with `n: 10000000`) are refused before anything is
+        allocated, and the model's size is checked (`check_model_size`) before it is built for real."""
+        with torch.device("meta"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")                  # (loading into meta tensors copies nothing, and says so)
+            self.fit(Transformer.from_spec(cfg, spec, src_vocab, tgt_vocab), state, path)
+        return self.fit(Transformer.from_spec(cfg, spec, src_vocab, tgt_vocab), state, path)
 
     def summary(self) -> dict|None:
         "What training wrote when it ended (`summary.json`), else None; a pipe or device in its place is a `ValueError`."
@@ -114,11 +189,17 @@ class RunFolder:
         return read_run_file(path) if path.exists() else None
 
     def write_summary(self, summary:dict):
-        "Write `summary.json` through a temporary file (a pipe in its place is replaced, not written; a full disk leaves none)."
-        tmp = self.path / (self.SUMMARY + ".tmp")
-        try: tmp.write_text(json.dumps(summary, indent=1))
-        except OSError: tmp.unlink(missing_ok=True); raise
-        os.replace(tmp, self.path / self.SUMMARY)
+        "Write `summary.json` whole (`write_run_file`: a full disk leaves the old one; a link or pipe in its place is refused)."
+        write_run_file(self.path / self.SUMMARY, json.dumps(summary, indent=1))
+
+    def check_files(self):
+        """Refuse a folder where a file the run writes (`FILES`, their `.tmp`, `eval_*.json`) is a symbolic link or not
+        a regular file, or `tensorboard/` is not a real folder: a `ValueError` naming it (`check_run_file`)."""
+        if not self.path.exists(): return
+        check_run_folder(self.path / "tensorboard")
+        evals = [p.name for p in self.path.glob("eval_*.json")]
+        for name in (*self.FILES, *evals):
+            for f in (name, name + ".tmp"): check_run_file(self.path / f)
 
 # %% ../nbs/09_runs.ipynb #1eecc854
 def rng_state() -> dict: # the states of Python's, NumPy's and torch's (CPU and CUDA) generators
@@ -159,19 +240,11 @@ def save_checkpoint(path:str|Path, # the file (its folder must exist)
                     **state, # what to keep: model, optimizer, scheduler state dicts, step, config, ...
                    ) -> Path:
     "Write a checkpoint atomically and durably (temporary file, fsync, rename, fsync of the folder)."
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            torch.save({**state, "rng": rng_state() if rng is None else rng}, f)
-            f.flush(); os.fsync(f.fileno())
+    path, full = Path(path), {**state, "rng": rng_state() if rng is None else rng}
+    try: return write_run_file(path, lambda f: torch.save(full, f), durable=True)   # never through a link
     except (OSError, RuntimeError) as e:           # torch reports a full disk as "[enforce fail at inline_container...]"
-        tmp.unlink(missing_ok=True)                # the checkpoint it was to replace is untouched
         raise OSError(getattr(e, "errno", None) or errno.EIO, f"could not write {path} ({_write_failure(e, path)}); "
                       f"the previous {path.name}, if any, is unchanged") from None
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-    return path
 
 def load_checkpoint(path:str|Path, # a checkpoint file, or a run folder (its best.pt, else last.pt)
                     require:tuple=("model",), # keys the checkpoint must hold
@@ -197,8 +270,8 @@ def load_checkpoint(path:str|Path, # a checkpoint file, or a run folder (its bes
 def append_record(run:str|Path, # a run folder
                   record:dict, # one JSON-able record: a training step or an evaluation
                  ):
-    "Append one record to the run's `metrics.jsonl`."
-    with open(Path(run) / RunFolder.METRICS, "a") as f: f.write(json.dumps(record) + "\n")
+    "Append one record to the run's `metrics.jsonl` (`append_run_file`: never through a link)."
+    append_run_file(Path(run) / RunFolder.METRICS, json.dumps(record) + "\n")
 
 def _records(path:Path) -> list[dict]:
     if not path.is_file(): raise ValueError(f"{path} is not a regular file (a pipe, a device or a socket)")   # a FIFO would block
@@ -228,7 +301,7 @@ def truncate_records(run:str|Path, # a run folder
     path = Path(run) / RunFolder.METRICS
     if not path.exists(): return
     rows = [r for r in _records(path) if r["step"] <= step]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_run_file(path, "".join(json.dumps(r) + "\n" for r in rows))
 
 # %% ../nbs/09_runs.ipynb #c0a755a3
 VOCAB_KEYS = ("spec", "src_vocab", "tgt_vocab", "info")     # a vocab.json: the task's `TaskSpec`, its vocabularies, its info
@@ -259,9 +332,7 @@ def save_vocab(run:str|Path, # a run folder
               ) -> Path:
     "Write the task's `TaskSpec`, vocabularies and `info` into `run/vocab.json` (atomically), as `VOCAB_KEYS`."
     path = Path(run) / RunFolder.VOCAB
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_vocab_record(task))); os.replace(tmp, path)
-    return path
+    return write_run_file(path, json.dumps(_vocab_record(task)))
 
 def load_vocab(run:str|Path # a run folder
               ) -> dict: # `VOCAB_KEYS`: `spec` (a `TaskSpec`), `src_vocab`, `tgt_vocab` (as vocabularies), `info`
@@ -364,8 +435,9 @@ class Run:
         self.vocab = load_vocab(self.folder) if saved else {"spec": self.task.spec, "src_vocab": self.task.src_vocab,
                                                             "tgt_vocab": self.task.tgt_vocab, "info": self.task.info}
         if self.task is not None and saved: _same_vocabularies(self.vocab, self.task, self.folder)
-        model = Transformer.from_spec(self.config.model_to_build, self.spec, self.src_vocab, self.tgt_vocab)
-        self.model = self.run_folder.fit(model, ck["model"], self.path).to(device).eval()
+        model = self.run_folder.build(self.config.model_to_build, self.spec, self.src_vocab, self.tgt_vocab,
+                                      ck["model"], self.path)
+        self.model = model.to(device).eval()
 
     @property
     def spec(self) -> TaskSpec:

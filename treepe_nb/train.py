@@ -26,7 +26,8 @@ from .config import (RUN_PE, AMP_MODES, BEST_METRICS, RESUMABLE_CHANGES, TrainCo
                               resolve_device, nested_settings, resume_changes, checkpoint_config)
 from fastcore.basics import patch
 from .runs import (RunFolder, RunLock, append_record, load_checkpoint, read_metrics, rng_state,
-                            save_checkpoint, set_rng_state, truncate_records, save_vocab)
+                            save_checkpoint, set_rng_state, truncate_records, save_vocab, check_run_folder,
+                            write_run_file)
 
 # %% auto #0
 __all__ = ['STOP_WAIT', 'amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
@@ -168,7 +169,7 @@ def eval_record(run:str|Path, # the run folder
     `RUN/eval_SPLIT_beamW.json` (beam width W), so that a beam evaluation never replaces the greedy one."""
     result = {"run": str(run), "split": split, "checkpoint": checkpoint, "step": step, "beam": beam, **metrics}
     path = RunFolder(run).eval_file(split, beam)
-    try: path.write_text(json.dumps(result, indent=1))
+    try: write_run_file(path, json.dumps(result, indent=1))          # never through a link (a `ValueError` for one)
     except OSError as e: print(f"could not write {path} ({e.strerror}); the result is returned", file=sys.stderr)
     return result
 
@@ -230,6 +231,7 @@ def _stopped_early(folder:RunFolder, ck:dict, cfg:TrainConfig) -> dict|None:
 def _prepare_folder(folder:RunFolder, cfg:TrainConfig, resume:bool, overwrite:bool) -> tuple[dict|None, Path|None]:
     "Check what the folder holds against what was asked; returns the checkpoint to resume from and its file, if any."
     out = folder.path
+    folder.check_files()                               # a planted link or pipe is refused now, not at the first write
     if resume:
         if not (out / RunFolder.CONFIG).exists():
             raise FileNotFoundError(f"nothing to resume in {out}: no config.yaml there" +
@@ -297,6 +299,7 @@ def _tensorboard(out:Path, step:int):
     except ImportError:
         raise ValueError("tensorboard=true needs the tensorboard package: pip install tensorboard (or "
                          "pip install treepe_nb[dev]); the run's metrics.jsonl holds the same curves") from None
+    check_run_folder(out / "tensorboard")                # a link would carry the curves outside the run folder
     try: return SummaryWriter(str(out / "tensorboard"), purge_step=step + 1)
     except OSError as e:                                 # a file in the way, a read-only folder, a full disk
         raise ValueError(f"tensorboard=true: cannot write the curves to {out / 'tensorboard'}: {e.strerror or e}") from None
