@@ -4,16 +4,82 @@
 
 # %% ../nbs/01a_readers.ipynb #26aa0b5d
 from __future__ import annotations
-import ast, json, sys, sysconfig
+import ast, json, re, sys, sysconfig
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
+import numpy as np
 from fastcore.basics import patch
-from .trees import Tree, check_label, check_node_count, expanded_size
+from .trees import Tree, check_label, children_csr, check_node_count, expanded_size
 from .positions import check_limit
 
 # %% auto #0
-__all__ = ['python_functions', 'stdlib_sources', 'stdlib_function_trees']
+__all__ = ['byte_to_char', 'python_functions', 'stdlib_sources', 'stdlib_function_trees']
+
+# %% ../nbs/01a_readers.ipynb #a968bd50
+def byte_to_char(text:str # the text whose UTF-8 encoding the byte offsets count
+                ) -> np.ndarray: # `[bytes + 1]` int64: entry b is the number of characters that start before byte b
+    "Character offset of every UTF-8 byte offset of `text`, in one vectorised pass."
+    data = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
+    return np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80)]).astype(np.int64)
+
+# %% ../nbs/01a_readers.ipynb #608c83d5
+_NOWHERE = (0, 0, 0, 0)                                  # the position of a node that `ast` does not place (no line 0)
+_PARTS_UNPLACED = sys.version_info < (3, 12)             # ast places an f-string's parts at the whole string
+
+def _position(node:ast.AST) -> tuple:
+    "`(lineno, col_offset, end_lineno, end_col_offset)` of an ast node (columns in UTF-8 bytes), or `_NOWHERE`."
+    at = tuple(getattr(node, f, None) for f in ("lineno", "col_offset", "end_lineno", "end_col_offset"))
+    return _NOWHERE if None in at else at
+
+@lru_cache(maxsize=4096)
+def _word(name:str) -> re.Pattern:
+    "`name` as a whole word (a dotted name's dots literal)."
+    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+
+# %% ../nbs/01a_readers.ipynb #20bc6bea
+def _leaf_spans(tree:Tree, spans:np.ndarray, value:np.ndarray, text:str):
+    "Spans of the plain-value leaves, in place: the rules above (a leaf they do not place keeps -1)."
+    kids, start = children_csr(tree.parent)
+    for i in np.flatnonzero(value).tolist():                 # identifiers and constants: a few per statement
+        p, label = int(tree.parent[i]), tree.labels[i]
+        if p < 0 or spans[p, 0] < 0: continue
+        if tree.labels[p] == "Constant": spans[i] = spans[p]; continue
+        if isinstance(label, str) and all(part.isidentifier() for part in label.split(".")):
+            k = int(tree.slot[i]); prev = kids[start[p] + k - 1] if k > 0 else -1
+            after = spans[prev, 1] if prev >= 0 and spans[prev, 1] >= 0 else spans[p, 0]
+            found = _word(label).search(text, after, spans[p, 1])
+            if found: spans[i] = found.span(); continue
+        if start[p + 1] - start[p] == 1: spans[i] = spans[p]
+
+def _fill_spans(tree:Tree, spans:np.ndarray) -> np.ndarray:
+    "Widen every span to cover its children's (bottom-up, a loop over depth levels); empty spans for the rest."
+    lo = np.where(spans[:, 0] >= 0, spans[:, 0], np.iinfo(np.int64).max); hi = spans[:, 1].copy()
+    by_level = np.argsort(tree.depth, kind="stable"); ends = np.cumsum(np.bincount(tree.depth))
+    for d in range(len(ends) - 1, 0, -1):
+        level = by_level[ends[d - 1]:ends[d]]
+        np.minimum.at(lo, tree.parent[level], lo[level]); np.maximum.at(hi, tree.parent[level], hi[level])
+    kids, start = children_csr(tree.parent)
+    for i in np.flatnonzero(hi < 0).tolist():                # no text of their own, in preorder (parents first)
+        p, k = int(tree.parent[i]), int(tree.slot[i])
+        lo[i] = hi[i] = 0 if p < 0 else hi[kids[start[p] + k - 1]] if k > 0 else lo[p]
+    return np.stack([lo, hi], axis=1)
+
+# %% ../nbs/01a_readers.ipynb #22209273
+def _python_spans(tree:Tree, pos:np.ndarray, value:np.ndarray, text:str, whole:bool) -> np.ndarray:
+    "Character spans `[nodes, 2]` from ast's positions `[nodes, 4]` (lines, byte columns), by the rules above."
+    data = text.encode("utf-8", "surrogatepass")
+    b = np.frombuffer(data, np.uint8)
+    breaks = (b == 10) | (b == 13) & (np.append(b[1:], 0) != 10)           # \n, or a \r not followed by \n
+    lines = np.concatenate([[0], np.flatnonzero(breaks) + 1])               # byte offset of every line's start
+    placed = pos[:, 0] > 0
+    row = np.clip(pos[placed][:, [0, 2]] - 1, 0, len(lines) - 1)            # [placed, 2] start and end lines
+    spans = np.full((len(tree), 2), -1, np.int64)
+    spans[placed] = byte_to_char(text)[np.minimum(lines[row] + pos[placed][:, [1, 3]], len(data))]
+    if whole: spans[0] = (0, len(text))
+    _leaf_spans(tree, spans, value, text)
+    return _fill_spans(tree, spans)
 
 # %% ../nbs/01a_readers.ipynb #9931e88f
 _SKIP_FIELDS = {"ctx", "type_comment", "kind"}
@@ -36,22 +102,35 @@ def _parse_python(source) -> ast.AST:
         raise ValueError("the Python source is nested too deeply for Python's own parser") from None
 
 @patch(cls_method=True)
-def from_python_ast(cls:Tree, source:str|ast.AST # Python source code (a `str`), or an already parsed `ast` node
+def from_python_ast(cls:Tree, source:str|ast.AST, # Python source code (a `str`), or an already parsed `ast` node
+                    text:str|None=None, # with an `ast` node: the source it was parsed from, for `spans`
                    ) -> Tree:
-    "Syntax tree of Python code: node type names as labels, identifiers and constants as leaves."
-    if not isinstance(source, ast.AST): source = _parse_python(source)
-    labels, parent, slot = [], [], []
-    stack = [(source, -1, -1)]
+    "Syntax tree of Python code: node type names as labels, identifiers and constants as leaves; `spans` from the text."
+    whole = not isinstance(source, ast.AST)
+    if whole: text, source = source, _parse_python(source)
+    elif text is not None and not isinstance(text, str):
+        raise TypeError(f"text must be the Python source as a str, got {type(text).__name__}")
+    labels, parent, slot, pos, value, placed = [], [], [], [], [], text is not None
+    stack = [(source, -1, -1, False)]
     while stack:
-        node, p, s = stack.pop()
+        node, p, s, part = stack.pop()                         # part: a literal part or format spec of an f-string
         i = len(labels)
         parent.append(p); slot.append(s)
         if isinstance(node, ast.AST):
             labels.append(type(node).__name__)
+            if placed: pos.append(_NOWHERE if part and _PARTS_UNPLACED else _position(node)); value.append(False)
+            joined = placed and isinstance(node, ast.JoinedStr)
+            formatted = placed and isinstance(node, ast.FormattedValue)
             kids = list(_ast_children(node))
-            stack.extend((kid, i, k) for k, kid in reversed(list(enumerate(kids))))
-        else: labels.append(check_label(node, i))
-    return cls(labels, parent, slot, validate=False)
+            stack.extend((kid, i, k, joined or formatted and isinstance(kid, ast.JoinedStr))
+                         for k, kid in reversed(list(enumerate(kids))))
+        else:
+            labels.append(check_label(node, i))
+            if placed: pos.append(_NOWHERE); value.append(True)
+    tree = cls(labels, parent, slot, validate=False)
+    tree.source = text
+    tree.spans = _python_spans(tree, np.array(pos, np.int64), np.array(value), text, whole) if placed else None
+    return tree
 
 def python_functions(source:str, # Python source code
                     ) -> list[tuple[str, Tree]]: # (qualified-ish name `outer.inner`, tree) per definition

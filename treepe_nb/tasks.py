@@ -24,6 +24,7 @@ from .batching import Collator, Example, SeqVocab, TaskDataset, arity_ids
 from .corpora import (YAML_SAMPLE, docstring_functions, docstring_tokens, yaml_corpus, docstring2ast_task,
                                yaml_keys_task, k8s_keys_task, K8S_CORPUS, YAML_TARGETS, NODE_KINDS, yaml_key_nodes,
                                yaml_targets, yaml_example)
+from .coffee import coffee_builder
 from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder, left_nested
 from .semparse import DATASETS as SEMPARSE_DATASETS, semparse_builder
 from .pairs import pairs_task
@@ -504,6 +505,10 @@ register_task("k8s-keys", k8s_keys_task, replace=True)   # its builder: chapter 
 # %% ../nbs/08f_tasks.ipynb #3417357c
 for _kind in FOR2LAM_KINDS: register_task(f"for2lam-{_kind}", for2lam_builder(_kind), replace=True)
 SOURCE_NORMALS["left-nested-seq"] = left_nested     # Chen et al.'s sources nest sequences to the left
+
+# %% ../nbs/08f_tasks.ipynb #21f5324f
+for _direction in ("cs2js", "js2cs"):   # Chen et al.'s CoffeeScript <-> JavaScript sets: chapter 8ca
+    register_task(_direction, coffee_builder(_direction), replace=True, files=("data",))
 
 # %% ../nbs/08f_tasks.ipynb #15376cd7
 for _name in SEMPARSE_DATASETS: register_task(_name, semparse_builder(_name), replace=True, files=("data",), all_data=True)
