@@ -3,6 +3,7 @@ __version__ = "0.1.0"
 `from treepe_nb import TreeAPE, batch_positions, Tree` (the chapter "Your own transformer" shows the recipes)."""
 from . import readers          # attaches the readers (Tree.from_json, Tree.from_conllu, ...) to Tree
 from . import yaml_reader      # and Tree.from_yaml
+from . import code_trees       # and Tree.from_code (tree-sitter is imported when a tree is read: the `code` extra)
 from .trees import Tree, batch_positions
 from .positions import TreePositions
 from .sequence import SinusoidalPE, LearnedPE, apply_rotary
