@@ -77,7 +77,7 @@ class DecoderLayer(nn.Module):
                                           rotate_memory=self.rotate_memory))
         return x + self.drop(self.ff(self.norm3(x)))
 
-# %% ../nbs/07_model.ipynb #9e91b295
+# %% ../nbs/07_model.ipynb #70b0b4e4
 MODEL_BYTES_LIMIT = 2**30   # the most bytes of weights a model may hold (raise it with TREEPE_MAX_MODEL_BYTES)
 
 _PART_SETTINGS = {"src_embed": ("src_vocab", "d_model"), "tgt_embed": ("tgt_vocab", "d_model"),
@@ -99,7 +99,7 @@ def model_bytes(cfg:TransformerConfig # the settings
         parts[part] = parts.get(part, 0) + t.numel() * t.element_size()
     return parts
 
-# %% ../nbs/07_model.ipynb #06ecd376
+# %% ../nbs/07_model.ipynb #9fe67227
 def _gib(n:int) -> str: return f"{n / 2**30:.2f} GiB" if n >= 2**28 else f"{n / 2**20:.1f} MiB"
 
 def check_model_size(cfg:TransformerConfig, # the settings

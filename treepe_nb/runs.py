@@ -22,7 +22,7 @@ __all__ = ['CHECKPOINTS', 'VOCAB_KEYS', 'FLAT_FIELDS', 'check_run_file', 'check_
            'RunFolder', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint', 'append_record',
            'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab', 'RunLock', 'checkpoint_state', 'Run']
 
-# %% ../nbs/09_runs.ipynb #fa0bfe9e
+# %% ../nbs/09_runs.ipynb #e12eb36c
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)   # (Windows has no symbolic-link flag; its links need privileges to make)
 
 def check_run_file(path:str|Path # a file of a run folder (it need not exist)
@@ -51,7 +51,7 @@ def check_run_folder(path:str|Path # a folder of a run folder (e.g. its tensorbo
     if not stat.S_ISDIR(mode): raise ValueError(f"{path} is in the way of a folder of the run: it is not a folder")
     return path
 
-# %% ../nbs/09_runs.ipynb #2198b211
+# %% ../nbs/09_runs.ipynb #fcd0c72f
 def write_run_file(path:str|Path, # the file (its folder must exist)
                    data:str|bytes|Callable, # the contents, or a function that writes them into an open binary file
                    durable:bool=False, # also sync the file and its folder (a checkpoint: it survives a power cut)
