@@ -18,8 +18,8 @@ from .batching import Example, SeqVocab, arity_ids
 __all__ = ['VOCABULARIES', 'LENGTHS', 'MAX_STATEMENTS', 'FORMS', 'FORM_WEIGHTS', 'CONTINUE', 'P_ASSIGN', 'P_NAME', 'OPERATORS',
            'TOOLCHAIN', 'INSTALL', 'LAYOUT', 'JS_WRAPPER', 'COFFEE_DATA', 'SPLITS', 'FORMS_OF_TASK', 'coffee_programs',
            'ToolchainMissing', 'toolchain_problem', 'toolchain_versions', 'translate_coffee', 'coffee_text',
-           'coffee_record', 'coffee_set', 'set_name', 'write_coffee_set', 'read_coffee_set', 'side_tokens',
-           'coffee_builder']
+           'chen_sample', 'coffee_record', 'coffee_set', 'set_name', 'write_coffee_set', 'read_coffee_set',
+           'coffee_examples', 'side_tokens', 'coffee_builder']
 
 # %% ../nbs/08ca_coffee.ipynb #666ed7c2
 VOCABULARIES = {"A": (("x", "y"), ("0", "1")),                                  # inferred (see the text)
@@ -175,6 +175,29 @@ def coffee_text(cs_tokens:Sequence[str] # a stored program's CoffeeScript tokens
         else: out.append((" " if out and out[-1][-1] not in "\n\t " else "") + t)
     return "".join(out).rstrip("\n\t ") + "\n"
 
+# %% ../nbs/08ca_coffee.ipynb #12eeec6f
+def chen_sample(folder:Path|str # the folder of Chen et al.'s three `preprocessed_progs_*.json.gz` files
+               ) -> list[dict]: # 120 records (train 100, valid 10, test 10), as `coffee_record` makes them
+    "Chen et al.'s public programs in our record form (tokens as stored, trees as (labels, parents), the text rebuilt)."
+    folder = Path(folder)
+    def tree(t):
+        labels, parents, stack = [], [], [(t, -1)]
+        while stack:
+            node, p = stack.pop(); labels.append(node["root"].rstrip("\n")); parents.append(p)
+            stack.extend((c, len(labels) - 1) for c in reversed(node["children"]))
+        return labels, parents
+    out = []
+    for split in ("train", "valid", "test"):
+        for p in json.loads(gzip.decompress((folder / f"preprocessed_progs_{split}.json.gz").read_bytes())):
+            cs = [f"{t['type']} {t['value']}" if t["type"] in ("INDENT", "OUTDENT") else t["type"] if t["type"] == "TERMINATOR"
+                  else t["value"] for t in p["source_prog"]]
+            js = [t["value"].strip("'") if t["value"] != "undefined" else t["type"].split("label: '")[1].split("'")[0]
+                  for t in p["target_prog"]]
+            out.append(dict(cs=coffee_text(cs), cs_tokens=cs, cs_tree=tree(p["source_ast"]), js_tokens=js[5:-8],
+                            js_tree=tree(p["target_ast"])))
+    return out
+
+
 # %% ../nbs/08ca_coffee.ipynb #e5d286b5
 LAYOUT = ("INDENT", "OUTDENT", "TERMINATOR")   # CoffeeScript's layout tokens
 JS_WRAPPER = (("(", "function", "(", ")", "{"), ("}", ")", ".", "call", "(", "this", ")", ";"))   # acorn tokens around every program
@@ -292,6 +315,23 @@ def _read_set(path:str, stamp:tuple):
     if at != len(data): raise ValueError(f"{path}: {len(data) - at} bytes after the last column")
     return out, header["meta"]
 
+# %% ../nbs/08ca_coffee.ipynb #10da5d9e
+def coffee_examples(records:Sequence[dict], # programs in the record form of a stored set (`read_coffee_set`, `chen_sample`)
+                    direction:str, # "cs2js" or "js2cs"
+                    src_vocab:SeqVocab, # the source side's vocabulary
+                    tgt_vocab:SeqVocab|ArityVocab, # the target side's (an `ArityVocab` for trees)
+                    form:str="tree", # "tree": LCRS trees on both sides; "tokens": the lexers' tokens
+                   ) -> list[Example]: # one per program, its CoffeeScript text in `meta["cs"]`
+    "The examples of one translation direction: what a task's split holds, and what a trained run reads of new programs."
+    src, tgt = direction.split("2")
+    if form == "tokens":
+        return [Example(*(np.array(side_tokens(r, s), dtype=object) for s in (src, tgt)),
+                        *(v.encode(side_tokens(r, s)) for v, s in zip((src_vocab, tgt_vocab), (src, tgt))), meta=dict(cs=r["cs"]))
+                for r in records]
+    pairs = [tuple(Tree.from_parents(*r[f"{s}_tree"]).lcrs() for s in (src, tgt)) for r in records]
+    return [Example(s, t, src_vocab.encode(s.labels), i, meta=dict(cs=r["cs"]))
+            for (s, t), i, r in zip(pairs, arity_ids(tgt_vocab, [t for _, t in pairs]), records)]
+
 # %% ../nbs/08ca_coffee.ipynb #032462d8
 FORMS_OF_TASK = ("tree", "tokens")
 
@@ -320,17 +360,10 @@ def coffee_builder(direction:str, # "cs2js" or "js2cs"
         every = [r for k in SPLITS for r in stored[k]]
         if form == "tokens":
             vocabs = [SeqVocab(sorted({t for r in every for t in side_tokens(r, side)})) for side in (src, tgt)]
-            splits = [[Example(*(np.array(side_tokens(r, s), dtype=object) for s in (src, tgt)),
-                               *(v.encode(side_tokens(r, s)) for v, s in zip(vocabs, (src, tgt))), meta=dict(cs=r["cs"]))
-                       for r in recs] for recs in picked]
         else:
             labels = [sorted({l for r in every for l in r[f"{side}_tree"][0]}) for side in (src, tgt)]
             vocabs = [SeqVocab(labels[0]), ArityVocab([(l, p) for l in labels[1] for p in ((), (0,), (1,), (0, 1))], n=2)]
-            splits = []
-            for recs in picked:
-                pairs = [tuple(Tree.from_parents(*r[f"{s}_tree"]).lcrs() for s in (src, tgt)) for r in recs]
-                splits.append([Example(s, t, vocabs[0].encode(s.labels), i, meta=dict(cs=r["cs"])) for (s, t), i, r
-                               in zip(pairs, arity_ids(vocabs[1], [t for _, t in pairs]), recs)])
+        splits = [coffee_examples(recs, direction, *vocabs, form) for recs in picked]
         trees = form == "tree"
         return dict(splits=splits, src_vocab=vocabs[0], tgt_vocab=vocabs[1], source="tree" if trees else "sequence",
                     target="tree" if trees else "sequence", n=2 if trees else None, src_order="dfs",

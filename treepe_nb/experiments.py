@@ -28,7 +28,7 @@ from .yaml_keys import yaml_analysis, k8s_probe         # chapter 9f's analyses:
 from .yaml_note import nesting_probe, note_analysis     # chapter 9g's: in k8s-keys records
 
 # %% auto #0
-__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'SQ_RECIPE',
+__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'SQ_CS2JS', 'SQ_RECIPE',
            'RECIPE_CHANGES', 'SEMPARSE_RECIPE', 'TYPED_RECIPE', 'ATIS_PAPER', 'K8S_NOTE', 'TARGETS', 'SEMPARSE_METHODS',
            'GRIDS', 'RUNNER_GONE_WAIT', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings',
            'grid_configs', 'tree_f1', 'test_metrics', 'record_data', 'run_cell', 'add_analysis', 'trace_record',
@@ -49,6 +49,11 @@ SQ_SEMPARSE = {  # Shiv & Quirk's semantic parsing (their §5.2: 4 + 4 layers, d
     "model.d_model": 128, "model.num_heads": 8, "model.enc_layers": 4, "model.dec_layers": 4, "model.d_ff": 512,
     "model.dropout": 0.1, "clip": 10.0, "lr": 1e-3, "warmup": 200, "best_metric": "exact_match", "eval_every": 250,
     "eval_examples": 0, "patience": 4, "task.sizes": (10**6,) * 3}   # every example of the standard splits
+SQ_CS2JS = {**SQ_PLATEAU,  # Shiv & Quirk's CoffeeScript <-> JavaScript runs: their For2Lam setup (dropout, clipping, a plateau
+    # of dev perplexity), batch 64 as on their long sets, at the For2Lam grids' CPU scale (d_model 64, 2 + 2 layers): the pilot
+    # (10d) measured their size (256, 4 + 4) at 950 training tokens/s on one thread, this one at 11,700; 4,000 steps (2.6 passes)
+    "batch_size": 64, "steps": 4000, "min_steps": 1500, "eval_examples": 100, "max_output_nodes": 200,
+    "task.sizes": (100_000, 500, 2000)}   # test: 2,000 of the 10,000 stored test programs (decoding is the slow part)
 SQ_RECIPE = {**SQ_SEMPARSE,   # the recipe pilot (issue 54): Shiv & Quirk's own size and batch, 1,000 steps of 128 questions
     "model.d_model": 256, "model.d_ff": 1024, "batch_size": 128, "steps": 1000, "warmup": 100,   # ~230 passes over GEO's 549
     "eval_every": 50, "patience": 0}   # dev (49 questions) every ~12 passes; the full budget: the cosine schedule ends at 0
@@ -118,6 +123,12 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
     "semparse-paper": ({"geo": {}, "atis": ATIS_PAPER}, ("dfs",), SEMPARSE_METHODS, SEMPARSE_RECIPE),
     # GEO at the paper's size on the pilot's rung r9 (r7 with placeholders typed by the GeoQuery database, chapter 8e)
     "semparse-typed": ({"geo": {}}, ("dfs",), SEMPARSE_METHODS, TYPED_RECIPE),
+    # Chen et al.'s CoffeeScript <-> JavaScript long set with vocabulary B (issue 72, chapter 10d): the tree transformers
+    # on the compilers' trees (LCRS), and the sequence transformer on the lexers' tokens (a grid of its own: another form)
+    "sq-cs2js": ({d: {"task.options": {"vocab": "B", "length": "long"}} for d in ("cs2js", "js2cs")}, ("dfs",),
+                 ("stack", "ape-tree"), SQ_CS2JS),
+    "sq-cs2js-seq": ({d: {"task.options": {"vocab": "B", "length": "long", "form": "tokens"}} for d in ("cs2js", "js2cs")},
+                     ("dfs",), ("sinusoidal",), SQ_CS2JS),
 }
 
 def nest_settings(settings:dict # `section.field` or bare field names: a `TrainConfig` field, else a model or task field
