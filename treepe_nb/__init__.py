@@ -6,6 +6,7 @@ from . import yaml_reader      # and Tree.from_yaml
 from . import code_trees       # and Tree.from_code (tree-sitter is imported when a tree is read: the `code` extra)
 from .trees import Tree, batch_positions
 from .positions import TreePositions
+from .token_positions import token_positions, token_nodes, token_kinds   # a tokenizer's tokens on a syntax tree
 from .sequence import SinusoidalPE, LearnedPE, apply_rotary
 from .stack import TreePositionalEncoding
 from .additive import AdditiveTreePE
@@ -21,7 +22,7 @@ def __getattr__(name:str):
         return getattr(tasks, name)
     raise AttributeError(f"module 'treepe_nb' has no attribute {name!r}")
 
-__all__ = ["Tree", "batch_positions", "TreePositions", "SinusoidalPE", "LearnedPE", "apply_rotary",
+__all__ = ["Tree", "batch_positions", "TreePositions", "token_positions", "token_nodes", "token_kinds", "SinusoidalPE", "LearnedPE", "apply_rotary",
            "TreePositionalEncoding", "AdditiveTreePE", "PositionMaps", "SequenceAPE", "TreeAPE", "GridAPE", "TreeMapCache",
            "ArityVocab", "TreeTracker", "ENCODINGS", "PositionEncoding", "MultiHeadAttention", "register_encoding",
            "TASKS", "register_task"]
