@@ -81,7 +81,7 @@ def test_the_real_code_example_runs(tmp_path):
     "The README's real-code example (tree-sitter, a tokenizer's offsets, a RoBERTa with the stack encoding) as a script, offline."
     import os
     snippet = next(s for s in SNIPPETS if "Tree.from_code" in s)
-    (tmp_path / "real_code.py").write_text(snippet + "print(tuple(pos.shape), tuple(out.shape))\n")
+    (tmp_path / "real_code.py").write_text(snippet + "print((tuple(pos.shape), tuple(out.shape)))\n")
     done = subprocess.run([sys.executable, "real_code.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-2000:]

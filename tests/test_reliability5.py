@@ -158,3 +158,152 @@ def test_a_large_vocab_json_is_refused_quickly(run, tmp_path):
     seconds, peak = measured(done)
     assert done.returncode == 2 and "over the limit" in done.stderr, done.stderr[-2000:]
     assert peak < 2**30, (seconds, peak)             # (seconds: printed on failure, never asserted)
+
+
+# 4. library arguments that would allocate gigabytes: refused first, in one line that names the arguments and the GiB
+LIBRARY = """import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, 6 * 2**30))   # before the fix: an allocator error, not a swapping machine
+import torch
+torch.set_num_threads(1)
+from treepe_nb.trees import Tree, TreePositions
+deep = TreePositions(torch.zeros(1, 100_000, dtype=torch.long), torch.tensor([100_000]))   # one 100,000-deep node
+try:
+    {call}
+except ValueError as e: print("REFUSED", e, file=sys.stderr)
+print("MEASURED 0", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, file=sys.stderr)
+"""
+REFUSED = {   # the call, and an argument its message must name
+    "decoding maps": ("from treepe_nb.algebraic import TreeAPE; TreeAPE(32, 2, 4).decoding_maps().maps(deep)", "num_heads"),
+    "tree prepare": ("from treepe_nb.algebraic import TreeAPE; TreeAPE(32, 2, 4).prepare(deep)", "num_heads"),
+    "stack_encode": ("from treepe_nb.stack import stack_encode\n"
+                     "    stack_encode(Tree.from_sexpr('(a (b c d) (e f (g h i)) j k l)').positions(), n=100, "
+                     "max_depth=10**6)", "max_depth"),
+    "prepare_range": ("from treepe_nb.algebraic import SequenceAPE; SequenceAPE(32, num_heads=4).prepare_range(10**6)",
+                      "length"),
+    "sequence prepare": ("from treepe_nb.algebraic import SequenceAPE\n"
+                         "    SequenceAPE(32, num_heads=4).prepare(torch.arange(10**6))", "positions"),
+    "TreeAPE n": ("from treepe_nb.algebraic import TreeAPE; TreeAPE(32, n=10**7, num_heads=4)", "n="),
+    "TreeAPE heads": ("from treepe_nb.algebraic import TreeAPE; TreeAPE(1024, 2, 256)", "head_dim"),
+    "MultiHeadAttention": ("from treepe_nb.attention import MultiHeadAttention; MultiHeadAttention(64, 4, max_distance=10**7)",
+                           "max_distance"),
+    "ShawRelativeAttention": ("from treepe_nb.sequence import ShawRelativeAttention\n"
+                              "    ShawRelativeAttention(64, 4, max_distance=10**8)", "max_distance"),
+    "TreePositionalEncoding": ("from treepe_nb.stack import TreePositionalEncoding\n"
+                               "    TreePositionalEncoding(128, n=10**6, max_depth=10**6)", "max_depth"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_library_sizes_are_refused_before_allocation(case):
+    call, names = REFUSED[case]
+    done = subprocess.run([sys.executable, "-c", LIBRARY.format(call=call)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    refusal = [l for l in done.stderr.splitlines() if l.startswith("REFUSED")]
+    assert done.returncode == 0 and refusal, done.stderr[-2000:]
+    assert "GiB" in refusal[0] and names in refusal[0], refusal[0]
+    assert measured(done)[1] < 2**30, (case, measured(done))
+
+
+# 5. a damaged kernel library is built again, with a notice, where it killed every run with a bus error (exit 135)
+def test_a_truncated_kernel_library_is_built_again(tmp_path):
+    from treepe_nb.kernels import cpu_kernels, kernel_build_dir
+    if cpu_kernels() is None: pytest.skip("no C++ compiler or ninja here: the kernels are never loaded")
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path), "OMP_NUM_THREADS": "1"}   # not the folder others load
+    code = "from treepe_nb.kernels import cpu_kernels; assert cpu_kernels() is not None"
+    def load(): return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    first = load()                                                 # a build of its own (a minute or more), up to date
+    assert first.returncode == 0, first.stderr[-2000:]
+    library = tmp_path / kernel_build_dir().name / f"{kernel_build_dir().name}.so"
+    with open(library, "r+b") as f: f.truncate(library.stat().st_size // 2)   # newer than its object: ninja keeps it
+    done = load()
+    assert done.returncode == 0 and "is damaged" in done.stderr, (done.returncode, done.stderr[-2000:])
+    again = load()
+    assert again.returncode == 0 and again.stderr == "", again.stderr[-2000:]   # rebuilt once: now it just loads
+
+
+# 6. one-line errors where there were tracebacks
+@pytest.mark.parametrize("args", [["--jobs", "0"], ["--jobs", "-3"], ["--threads", "0"], ["--threads", "-1"],
+                                  ["--set", "steps=!!python/name:os.system"]])
+def test_the_grid_runner_refuses_bad_options_in_one_line(tmp_path, capsys, args):
+    from treepe_nb.experiments import experiments_cli
+    with pytest.raises(SystemExit) as e:
+        experiments_cli(["run", "table2a", "--only", "seq-copy-dfs-sinusoidal-s0", "--results", str(tmp_path / "res"),
+                         "--work", str(tmp_path / "work"), *args])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err and args[0] in err.splitlines()[-1], err[-2000:]
+    assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("error", [MemoryError(), RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. "
+                                   "DefaultCPUAllocator: can't allocate memory: you tried to allocate 7340032000 bytes.")])
+def test_predict_reports_running_out_of_memory_in_one_line(run, capsys, monkeypatch, error):
+    import treepe_nb.predict as predict
+    def load_run(*a, **k): raise error
+    monkeypatch.setattr(predict, "load_run", load_run)
+    monkeypatch.setattr(sys, "stdin", __import__("io").StringIO("(1 2)\n"))
+    with pytest.raises(SystemExit) as e: predict.predict_cli([str(run / "run"), "-"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.splitlines()) == 1 and "out of memory" in err, err
+
+
+def test_a_forged_spec_is_a_value_error_in_run(run, tmp_path):
+    r = fresh(run, tmp_path)
+    v = json.loads((r / "vocab.json").read_text())
+    v["spec"]["n"] = 10**7
+    (r / "vocab.json").write_text(json.dumps(v))
+    call = (f"from treepe_nb.runs import Run\n    try: Run({str(r)!r})\n"
+            f"    except ValueError as e: print('REFUSED', e, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", MEASURED.format(call=call)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "REFUSED" in done.stderr and "does not fit" in done.stderr, done.stderr[-2000:]
+    assert measured(done)[1] < 2**30
+
+
+def test_resume_with_an_unwritable_tensorboard_folder_is_one_line(run, tmp_path):
+    pytest.importorskip("tensorboard")
+    r = fresh(run, tmp_path)
+    (r / "tensorboard").mkdir(exist_ok=True)
+    if os.geteuid() != 0: (r / "tensorboard").chmod(0o500)
+    elif subprocess.run(["chattr", "+i", str(r / "tensorboard")], capture_output=True).returncode != 0:
+        pytest.skip("root, and no chattr here: no folder is unwritable")
+    try:
+        done = command("train", "--resume", "--out", str(r), "--steps", "4", "--tensorboard", "--no-progress", cwd=tmp_path)
+    finally:
+        if os.geteuid() == 0: subprocess.run(["chattr", "-i", str(r / "tensorboard")])
+        else: (r / "tensorboard").chmod(0o700)
+    assert done.returncode == 2 and "cannot write the curves" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("which", ["q", "k", "both"])
+@pytest.mark.parametrize("encoding", ["ape-tree", "ape-seq"])
+def test_queries_and_keys_on_another_device_are_refused_by_name(which, encoding):
+    import torch
+    from treepe_nb.algebraic import SequenceAPE, TreeAPE
+    from treepe_nb.trees import Tree, batch_positions
+    ape, pos = ((TreeAPE(8, 2, 2), batch_positions([Tree.from_sexpr("(a b (c d))").lcrs()])) if encoding == "ape-tree"
+                else (SequenceAPE(8, 2), torch.arange(4)[None]))
+    q, k = torch.randn(2, 1, 2, 4, 8).unbind(0)
+    if which in ("q", "both"): q = q.to("meta")
+    if which in ("k", "both"): k = k.to("meta")
+    with pytest.raises(ValueError, match="meta.*cpu|cpu.*meta"): ape.rotate_queries_and_keys(q, k, pos)
+
+
+# 7. messages that name what can be done
+def test_a_checkpoint_that_holds_code_is_refused_in_one_line(run, tmp_path):
+    import torch
+    from treepe_nb.runs import load_checkpoint
+    path = tmp_path / "code.pt"
+    torch.save({"model": {}, "step": 1, "hook": shutil.rmtree}, path)      # a function: code, pickled by name
+    with pytest.raises(ValueError) as e: load_checkpoint(path)
+    assert len(str(e.value).splitlines()) == 1 and "weights_only=False" not in str(e.value), str(e.value)
+    assert str(path) in str(e.value) and "holds code" in str(e.value), str(e.value)
+
+
+def test_a_full_disk_while_appending_names_the_file(tmp_path, monkeypatch):
+    import errno, io
+    import treepe_nb.runs as runs
+    class Full(io.StringIO):
+        def write(self, text): raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(runs.os, "fdopen", lambda fd, *a, **k: (os.close(fd), Full())[1])
+    with pytest.raises(OSError) as e: runs.append_run_file(tmp_path / "metrics.jsonl", "{}\n")
+    assert "metrics.jsonl" in str(e.value) and e.value.errno == errno.ENOSPC, str(e.value)

@@ -91,7 +91,7 @@ def test_decoding_carries_tree_maps_forward():
             a, b = m.decode_step(fast, ids[:, t], pos[:, t]), m.decode_step(slow, ids[:, t], pos[:, t])
             torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
     distinct = {tuple(p[:d].tolist()) for p, d in zip(pos.paths.reshape(-1, pos.max_depth), pos.depth.reshape(-1)) if d >= 0}
-    assert set(fast.maps.known) == distinct                             # one map per distinct node, none twice
+    assert set(fast.maps.paths()) == distinct and len(fast.maps) == len(distinct)   # one map per distinct node, none twice
     for beam in (None, 2):
         out = m.generate(ids, pos, vocab, beam=beam, max_output_nodes=9)
         start = Transformer.start_decoding

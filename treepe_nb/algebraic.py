@@ -11,7 +11,7 @@ from torch import nn, Tensor
 from .trees import TreePositions
 from .plans import tree_plan
 from .maps import PositionMaps, tree_maps
-from .sequence import frequencies
+from .sequence import check_entries, frequencies
 
 # %% auto #0
 __all__ = ['LAYOUTS', 'skew', 'skew_entries', 'orthogonal', 'rope_matrix', 'rope_to_ape', 'ape_to_rope', 'Rotations',
@@ -197,7 +197,10 @@ class OrthogonalPE(Rotations, nn.Module):
         super().__init__()
         self.head_dim, self.num_heads = _check_size(head_dim, "head_dim"), _check_size(num_heads, "num_heads")
         self.init, self.layout = init, _check_layout(layout)
-        entries = _initial_entries(_check_size(n_gen, "n"), num_heads, head_dim, init, base, std)
+        n_gen = _check_size(n_gen, "n")
+        check_entries(n_gen * self.num_heads * self.head_dim ** 2, type(self).__name__, 8,   # the float64 generators
+                      **({"n": n_gen} if n_gen > 1 else {}), num_heads=self.num_heads, head_dim=self.head_dim)
+        entries = _initial_entries(n_gen, num_heads, head_dim, init, base, std)
         self.entries = nn.Parameter(entries.to(device=device, dtype=dtype or torch.get_default_dtype()))
         self.register_buffer("_cache", None, persistent=False)   # float64 generators, reused in eval mode
         self._cache_of = None                                    # the parameter values they were computed from
@@ -289,8 +292,13 @@ class SequenceAPE(OrthogonalPE):
         p = _check_positions(p, "p")
         a = p.abs()
         top = int(a.max()) if len(a) else 0
+        dense = top < 4 * len(p)
+        check_entries((top + 1 if dense else len(p)) * self.num_heads * self.head_dim ** 2, "SequenceAPE maps",
+                      _work_dtype(self.entries.dtype).itemsize, positions=f"{len(p)} distinct, up to {top}",
+                      advice="rotate fewer distinct positions at a time, or pass a smaller num_heads or head_dim",
+                      num_heads=self.num_heads, head_dim=self.head_dim)
         squares = self._squares(top)
-        if top < 4 * len(p):                                      # W^0..W^top in ceil(log2(top+1)) products
+        if dense:                                                 # W^0..W^top in ceil(log2(top+1)) products
             table = self._table(top, squares)
             out = table if len(a) == len(table) and bool((a == torch.arange(len(a), device=a.device)).all()) \
                   else table.index_select(0, a)
@@ -329,7 +337,16 @@ class SequenceAPE(OrthogonalPE):
         "The maps of tokens at positions offset .. offset+length-1 in every row: no search for distinct positions, no host round trip (static shapes, for `torch.compile`)."
         length, offset = _check_size(length, "length"), operator.index(offset)
         if offset < 0: raise ValueError(f"offset must be >= 0, got {offset}")
-        table = self._table(offset + length - 1)[offset:]
+        check_entries(length * self.num_heads * self.head_dim ** 2, "SequenceAPE.prepare_range",
+                      _work_dtype(self.entries.dtype).itemsize, length=length, num_heads=self.num_heads,
+                      head_dim=self.head_dim)
+        squares = self._squares(max(offset, length - 1))
+        table = self._table(length - 1, squares)                 # W^0 .. W^(length-1): [length, H, D, D]
+        if offset:                                                # W^offset, one product per binary digit, times each
+            digits = [s for k, s in enumerate(squares) if offset >> k & 1]
+            shift = digits[0]
+            for s in digits[1:]: shift = shift @ s                # [H, D, D]
+            table = shift @ table
         return PositionMaps(table, torch.arange(length, device=table.device), by_position=True)
 
     def to_rope(self) -> tuple[Tensor, Tensor]: # angles `[heads, dim/2]` and bases `[heads, dim, dim]`
@@ -374,23 +391,48 @@ class TreeAPE(OrthogonalPE):
 
 # %% ../nbs/04_algebraic.ipynb #0cbd0c0e
 class TreeMapCache:
-    "The maps of the nodes a decoder has fed so far, by root path: a new node's map is its parent's times its slot's generator."
+    "The maps of the nodes a decoder has fed so far, in a trie of root paths: a new node's map is its parent's times its slot's generator."
     def __init__(self, ape:TreeAPE # the encoding whose maps these are (its generators are read once, now)
                 ):
         self.ape, self.generators = ape, ape.generators()          # [n, H, D, D], fixed while decoding
         H, D = self.generators.shape[1:3]
         eye = torch.eye(D, dtype=self.generators.dtype, device=self.generators.device)
-        self.known = {(): eye.expand(H, D, D)}                       # root path -> map [H, D, D]; the root's, (), is I
+        self.known = [eye.expand(H, D, D)]           # node id -> map [H, D, D]; node 0 is the root, whose map is I
+        self.child = {}                              # (parent id, slot) -> node id: the trie, one entry per node
 
-    def __len__(self) -> int: return len(self.known)                 # the root paths whose maps are known
+    def __len__(self) -> int: return len(self.known)                 # the nodes whose maps are known
 
-    def _add(self, nodes:list):
-        "Compute the maps of `nodes` (root paths whose parents are known or among them), one batched product per depth."
-        for depth in sorted({len(v) for v in nodes}):
-            level = [v for v in nodes if len(v) == depth]
-            parents = torch.stack([self.known[v[:-1]] for v in level])                  # [N, H, D, D]
-            slots = torch.tensor([v[-1] for v in level], device=parents.device)
-            for v, m in zip(level, parents @ self.generators[slots]): self.known[v] = m  # [N, H, D, D]
+    def paths(self) -> list[tuple]:
+        "The root path of every known node, by id (for inspection: building them costs the sum of their depths)."
+        out = [()] * len(self.known)
+        for (parent, slot), node in sorted(self.child.items(), key=lambda kv: kv[1]): out[node] = out[parent] + (slot,)
+        return out
+
+    def _find(self, path:tuple) -> tuple[int, int]:
+        "The id and the depth of the deepest known node on `path`."
+        node = 0
+        for depth, slot in enumerate(path):
+            if (node, slot) not in self.child: return node, depth
+            node = self.child[node, slot]
+        return node, len(path)
+
+    def _add(self, paths:list) -> list[int]: # the id of each path's node
+        "Give the unknown nodes of `paths` ids, then compute their maps: one batched product per depth."
+        levels, ids = {}, []                                     # depth -> (new ids, their parents' ids, slots)
+        for path in paths:
+            node, depth = self._find(path)
+            for j in range(depth, len(path)):
+                parent, node = node, len(self.known)
+                self.child[parent, path[j]] = node
+                self.known.append(None)                          # computed below, parents first
+                for column, v in zip(levels.setdefault(j, ([], [], [])), (node, parent, path[j])): column.append(v)
+            ids.append(node)
+        for j in sorted(levels):
+            new, parents, slots = levels[j]
+            G = self.generators
+            maps = torch.stack([self.known[i] for i in parents]) @ G[torch.tensor(slots, device=G.device)]   # [N, H, D, D]
+            for i, m in zip(new, maps): self.known[i] = m
+        return ids
 
     def maps(self, positions:TreePositions # one node per row: paths `[B, K]`, depths `[B]` (-1: padding)
             ) -> PositionMaps: # the rows' maps, index `[B, 1]`: for queries and keys `[B, H, 1, D]`
@@ -400,13 +442,16 @@ class TreeMapCache:
                             f"{type(positions).__name__}{tuple(getattr(positions, 'paths', positions).shape)}")
         positions.check(n=self.ape.n, what="positions")
         nodes = [tuple(p[:k]) if k >= 0 else None for p, k in zip(positions.paths.tolist(), positions.depth.tolist())]
-        missing = {}
-        for v in nodes:
-            while v is not None and v not in self.known and v not in missing: missing[v] = None; v = v[:-1]   # up to a known one
-        if missing: self._add(list(missing))
-        order = list(dict.fromkeys(v for v in nodes if v is not None))
+        order = list(dict.fromkeys(v for v in nodes if v is not None))          # the distinct nodes, first seen first
+        found = [self._find(v) for v in order]
         G = self.generators
-        maps = torch.stack([self.known[v] for v in order]) if order else G.new_zeros(0, *G.shape[1:])
+        H, D = G.shape[1], G.shape[-1]
+        new = sum(len(v) - depth for v, (_, depth) in zip(order, found))       # at most: rows may share new ancestors
+        check_entries(new * H * D * D, "TreeMapCache.maps", G.element_size(), positions=f"{new} new nodes with "
+                      f"their ancestors", num_heads=H, head_dim=D,
+                      advice="feed each node after its parent (one new node per row and step), or shallower nodes")
+        ids = self._add(order) if new else [node for node, _ in found]
+        maps = torch.stack([self.known[i] for i in ids]) if order else G.new_zeros(0, H, D, D)
         where = {v: i for i, v in enumerate(order)}
         index = torch.tensor([where[v] if v is not None else -1 for v in nodes], device=G.device)
         return PositionMaps(maps, index[:, None])

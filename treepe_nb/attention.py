@@ -11,7 +11,7 @@ import torch
 from torch import nn, Tensor
 import torch.nn.functional as F
 from .trees import Tree, TreePositions, batch_positions
-from .sequence import SinusoidalPE, LearnedPE, apply_rotary
+from .sequence import SinusoidalPE, LearnedPE, apply_rotary, check_entries
 from .stack import TreePositionalEncoding
 from .additive import AdditiveTreePE
 from .algebraic import SequenceAPE, TreeAPE, GridAPE
@@ -346,6 +346,9 @@ class MultiHeadAttention(nn.Module):
         if max_distance is not None and max_distance < 0:
             raise ValueError(f"max_distance must be >= 0, got {max_distance}")
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, check_heads(d_model, num_heads)
+        if max_distance is not None:                           # Shaw's two tables, [2k + 1, head_dim] each
+            check_entries(2 * (2 * max_distance + 1) * self.head_dim, "MultiHeadAttention", max_distance=max_distance,
+                          head_dim=self.head_dim)
         self.dropout, self.max_distance, self.decay = dropout, max_distance, decay
         self.q = nn.Linear(d_model, d_model, bias=bias)
         self.kv = nn.Linear(d_model, 2 * d_model, bias=bias)

@@ -26,6 +26,8 @@ from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap
                                  rank_agreement, pooled_agreement, verdict_row, write_verdicts, verdicts_table)
 from .yaml_keys import yaml_analysis, k8s_probe         # chapter 9f's analyses: run_cell stores them in yaml-keys records
 from .yaml_note import nesting_probe, note_analysis     # chapter 9g's: in k8s-keys records
+from .commands import int_at_least
+from .yaml_reader import load_yaml_data
 
 # %% auto #0
 __all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'SQ_CS2JS', 'SQ_RECIPE',
@@ -455,8 +457,8 @@ def experiments_cli(argv:Sequence[str]|None=None):
     p.add_argument("grids", nargs="+", choices=list(GRIDS), help="grids to run")
     p.add_argument("--results", default=None, help=f"where records are stored (default: {results_dir()})")
     p.add_argument("--work", default="runs/experiments", help="where checkpoints go (default: runs/experiments)")
-    p.add_argument("--jobs", type=int, default=2, help="cells run at once (default: 2)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads per cell (default: 1)")
+    p.add_argument("--jobs", type=int_at_least(1), default=2, help="cells run at once (default: 2)")
+    p.add_argument("--threads", type=int_at_least(1), default=1, help="torch threads per cell (default: 1)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one cell per seed (default: 0)")
     p.add_argument("--only", default=None, metavar="REGEX", help="only the cells whose name matches, e.g. 'tree-ops-.*-s[34]'")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -467,7 +469,9 @@ def experiments_cli(argv:Sequence[str]|None=None):
     settings = {"compile": True} if args.compile else {}
     for kv in args.set:
         if "=" not in kv: p.error(f"--set needs KEY=VALUE, got {kv!r}")
-        k, v = kv.split("=", 1); settings[k.strip()] = yaml.safe_load(v)
+        k, v = kv.split("=", 1)
+        try: settings[k.strip()] = load_yaml_data(v, max_nodes=10_000, max_nesting=50)   # data only: no tags, no bombs
+        except (yaml.YAMLError, ValueError) as e: p.error(f"--set {kv!r}: not a YAML value ({str(e).splitlines()[0]})")
     try:
         if args.only is not None: re.compile(args.only)
         cells = {g: {k: c for k, c in grid_configs(g, args.seeds, args.work, **settings).items()

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01d_kernels.ipynb #b059ac65
 from __future__ import annotations
-import hashlib, os, platform, shutil, sys, time, warnings
+import hashlib, os, platform, shutil, subprocess, sys, time, warnings
 from contextlib import contextmanager
 from pathlib import Path
 import torch
@@ -12,7 +12,7 @@ try: import fcntl
 except ImportError: fcntl = None      # Windows: no fcntl locks
 
 # %% auto #0
-__all__ = ['BUILD_WAIT', 'kernel_build_dir', 'build_lock', 'cpu_kernels']
+__all__ = ['BUILD_WAIT', 'kernel_build_dir', 'build_lock', 'check_library', 'cpu_kernels']
 
 # %% ../nbs/01d_kernels.ipynb #bc381d3c
 _CPU_SOURCE = r"""
@@ -369,6 +369,52 @@ def build_lock(folder:Path, # a build folder (`kernel_build_dir`), created if mi
             if fcntl is not None: fcntl.flock(f, fcntl.LOCK_UN)
 
 
+# %% ../nbs/01d_kernels.ipynb #6c829844
+_RECORD = "treepe.sha256"   # beside a build's library: the size and SHA-256 of the library and its object files
+
+def _fingerprints(library:Path) -> dict[str, str]:
+    "The size and SHA-256 of `library` and of the object files beside it, by file name."
+    out = {}
+    for path in [library, *sorted(library.parent.glob("*.o"))]:
+        if not path.exists(): continue
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""): digest.update(block)
+        out[path.name] = f"{path.stat().st_size} {digest.hexdigest()}"
+    return out
+
+def _loads_in_a_child(library:Path) -> bool:
+    "Whether a child process loads `library` as a Python extension (a damaged one kills the child, not this process)."
+    code = ("import importlib.util, sys, torch\n"
+            "spec = importlib.util.spec_from_file_location(sys.argv[1], sys.argv[2])\n"
+            "spec.loader.exec_module(importlib.util.module_from_spec(spec))")
+    command = [sys.executable, "-c", code, library.stem, str(library)]
+    try: done = subprocess.run(command, capture_output=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired): return False
+    return done.returncode == 0
+
+# %% ../nbs/01d_kernels.ipynb #e9c92fc6
+def check_library(library:Path, # a build's library (`kernel_build_dir() / (its name + ".so")`), present or not
+                 ) -> bool: # False if a file of the build was damaged (and has been removed, with a notice)
+    """Compare a build's library and object files with the record of the build (`treepe.sha256`) before the library
+    is loaded; remove those that differ, with a notice on stderr, so that the build runs again. A library without a
+    record is loaded in a child process first, and recorded if it loads."""
+    record = library.parent / _RECORD
+    if not library.exists(): return True
+    found = _fingerprints(library)
+    if record.exists():
+        kept = dict(line.split(" ", 1) for line in record.read_text().splitlines() if " " in line)
+        damaged = [name for name, fp in found.items() if kept.get(name) != fp]
+        why = "its size or SHA-256 changed since its build"
+    else:
+        damaged, why = ([] if _loads_in_a_child(library) else [library.name]), "it does not load in a child process"
+        if not damaged: record.write_text("".join(f"{name} {fp}\n" for name, fp in found.items()))
+    if not damaged: return True
+    print(f"treepe_nb: the CPU kernels' {', '.join(damaged)} in {library.parent} is damaged ({why}): building it again "
+          f"(TREEPE_CPU_KERNELS=0 goes without the kernels)", file=sys.stderr)
+    for name in [*damaged, _RECORD]: (library.parent / name).unlink(missing_ok=True)
+    return False
+
 # %% ../nbs/01d_kernels.ipynb #b8457b78
 _KERNELS = {}
 
@@ -388,6 +434,7 @@ def _build_cpu_kernels():
             os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
         with build_lock(kernel_build_dir()) as folder:
             library = folder / f"{folder.name}.so"
+            check_library(library)                                 # a damaged library or object: removed, built again
             before = library.stat().st_mtime_ns if library.exists() else None
             if before is None:
                 print(f"treepe_nb: building the CPU kernels of the position maps for this environment in {folder} (once per "
@@ -397,10 +444,11 @@ def _build_cpu_kernels():
                                                "walk_backward"], extra_cflags=_CFLAGS, build_directory=str(folder), verbose=False)
             if not library.exists() or library.stat().st_mtime_ns != before:   # built now (also a rebuild ninja chose)
                 print(f"treepe_nb: built the CPU kernels in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+                (folder / _RECORD).write_text("".join(f"{k} {v}\n" for k, v in _fingerprints(library).items()))
             return module
     except Exception as e:                                        # no compiler, no ninja, a failed build, ImportError, a wait too long
         first = (str(e).strip().splitlines() or [""])[0][:300]
         warnings.warn(f"treepe_nb: the CPU kernels of the position maps could not be built ({type(e).__name__}: {first}); "
                       f"rotations use batched products instead (slower on the CPU: chapter 11 measures both). The kernels need a C++ "
-                      f"compiler and ninja (`pip install ninja`).")
+                      f"compiler and ninja (`pip install ninja`); TREEPE_CPU_KERNELS=0 goes without them, and without this warning.")
         return None

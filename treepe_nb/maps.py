@@ -11,6 +11,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 from .kernels import cpu_kernels
 from .plans import Plan, rotation_layout
+from .sequence import check_entries
 
 # %% auto #0
 __all__ = ['PositionMaps', 'tree_maps']
@@ -158,6 +159,9 @@ class PositionMaps:
     def full(self) -> Tensor:
         "One map per token: `[*index.shape, heads, dim, dim]` (padding tokens get the zero matrix)."
         H, D = self.num_heads, self.head_dim
+        check_entries(self.index.numel() * H * D * D, "PositionMaps.full", self.maps.element_size(),
+                      advice="rotate with `rotate`, which builds no matrix per token", tokens=self.index.numel(),
+                      num_heads=H, head_dim=D)
         z = torch.cat([self.maps, self.maps.new_zeros(1, H, D, D)])
         flat = self.index.reshape(-1)
         return z.index_select(0, flat.where(flat >= 0, len(self.maps))).view(*self.index.shape, H, D, D)
@@ -209,6 +213,9 @@ class PositionMaps:
                                 f"rotated integers would be truncated")
         if any(x.shape != xs[0].shape for x in xs):
             raise ValueError(f"tensors rotated together must have one shape, got {[tuple(x.shape) for x in xs]}")
+        if any(x.device != self.maps.device for x in xs):
+            raise ValueError(f"x is on {', '.join(sorted({str(x.device) for x in xs}))} but the maps are on "
+                             f"{self.maps.device} (where the encoding's parameters are): move one to the other")
         x = xs[0]
         if x.ndim < 3 or x.shape[-3] != self.num_heads or x.shape[-1] != self.head_dim:
             raise ValueError(f"x must be [..., num_heads={self.num_heads}, length, head_dim={self.head_dim}], "
@@ -297,6 +304,9 @@ def tree_maps(G:Tensor, # [n, H, d, d] generators
     8 and 16); elsewhere by doubling where the shapes must not depend on the trie (traced) or where doubling's extra
     work is small, else level by level in batched products."""
     (U,), steps, (_, H, d, _) = plan.slot.shape, plan.jumps.shape[0], G.shape
+    check_entries(U * H * d * d, "tree_maps", G.element_size(), nodes=f"{U} (with ancestors and padding)",
+                  advice="encode fewer or shallower trees at a time, or pass a smaller num_heads or head_dim",
+                  num_heads=H, head_dim=d)
     if _walk_kernel_applies(G, plan, kernel):
         return _KernelWalk.apply(G, plan.parent, torch.tensor(plan.groups, dtype=torch.int64).view(-1, 3), U)
     if torch.compiler.is_compiling() or U * max(steps - 1, 0) * H * d ** 3 <= _DOUBLING_WORK or not plan.groups:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_runs.ipynb #e0e86311
 from __future__ import annotations
-import errno, json, os, random, shutil, socket, stat, sys, warnings
+import errno, json, os, pickle, random, shutil, socket, stat, sys, warnings
 from functools import cached_property
 from pathlib import Path
 from typing import Callable, Sequence
@@ -79,7 +79,10 @@ def append_run_file(path:str|Path, # the file (created if missing)
     "Append to a run folder's file, never through a link (`O_APPEND | O_NOFOLLOW`; `path` must pass `check_run_file`)."
     path = check_run_file(path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | os.O_NONBLOCK, 0o644)
-    with os.fdopen(fd, "a") as f: f.write(text)
+    try:
+        with os.fdopen(fd, "a") as f: f.write(text)
+    except OSError as e:                                   # a full disk says only "No space left on device"
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from None
 
 # %% ../nbs/09_runs.ipynb #59142f1a
 CHECKPOINTS = ("auto", "best", "last")   # auto: best.pt if there is one, else last.pt
@@ -260,6 +263,9 @@ def load_checkpoint(path:str|Path, # a checkpoint file, or a run folder (its bes
     if not path.is_file():                              # a FIFO would block the read, /dev/zero never end it
         raise ValueError(f"the checkpoint {path} is not a regular file (a pipe, a device or a socket)")
     try: ck = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+    except pickle.UnpicklingError:                      # torch's text of several lines advises weights_only=False
+        raise ValueError(f"cannot read the checkpoint {path}: it holds code (objects other than tensors and plain data), "
+                         f"which no treepe_nb checkpoint holds and which is never run") from None
     except Exception as e:
         raise ValueError(f"cannot read the checkpoint {path} (corrupt or not a treepe_nb checkpoint): {e}") from None
     missing = [k for k in require if not isinstance(ck, dict) or k not in ck]

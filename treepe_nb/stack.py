@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn, Tensor
 from .trees import Tree, TreePositions, batch_positions, check_overflow
+from .sequence import check_entries
 
 # %% auto #0
 __all__ = ['down', 'up', 'apply', 'compose', 'path_map', 'stack_encode', 'TreePositionalEncoding']
@@ -136,6 +137,8 @@ def stack_encode(positions:TreePositions, # root paths `[*batch, K]` and depths 
     if not isinstance(dtype, torch.dtype): raise TypeError(f"dtype must be a torch.dtype, got {dtype!r}")
     positions.check(n, k, overflow)                # the one validation: slots, depths, kept steps, an empty batch
     batch, K, N = positions.shape, positions.max_depth, positions.depth.numel()
+    check_entries(N * n * k, "stack_encode", dtype.itemsize, advice="pass a smaller max_depth or n, or fewer positions",
+                  positions=f"{N} nodes", n=n, max_depth=k)                                  # the result, [N, n*k]
     paths, depth = positions.paths.reshape(N, K), positions.depth.reshape(N)       # [N, K] (K may be 0), [N]
     out = torch.empty(N, k, n, dtype=dtype, device=paths.device)                    # [N, k, n]
     # Row r of `padded` is k entries of -1 then the root path, so the k entries ending at column
@@ -177,8 +180,9 @@ class TreePositionalEncoding(nn.Module):
             raise ValueError(f"scale must be a positive finite number, got {scale!r}")
         self.d_model, self.n, self.max_depth, self.num_p = d_model, n, max_depth, num_p
         self.overflow, self.scale = overflow, float(scale)
-        self.raw_p = nn.Parameter(torch.atanh(torch.linspace(lo, hi, num_p)))
         width = n * max_depth * num_p
+        check_entries(width * d_model, "TreePositionalEncoding", d_model=d_model, n=n, max_depth=max_depth, num_p=num_p)
+        self.raw_p = nn.Parameter(torch.atanh(torch.linspace(lo, hi, num_p)))
         self.proj = nn.Linear(width, d_model, bias=False) if width != d_model else None
         self.register_buffer("chunk", torch.arange(max_depth), persistent=False)
 

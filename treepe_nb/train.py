@@ -300,7 +300,11 @@ def _tensorboard(out:Path, step:int):
         raise ValueError("tensorboard=true needs the tensorboard package: pip install tensorboard (or "
                          "pip install treepe_nb[dev]); the run's metrics.jsonl holds the same curves") from None
     check_run_folder(out / "tensorboard")                # a link would carry the curves outside the run folder
-    try: return SummaryWriter(str(out / "tensorboard"), purge_step=step + 1)
+    try:                                                 # a file written here first: the writer's own thread would
+        (out / "tensorboard").mkdir(exist_ok=True)       # print a traceback on a folder it cannot write to
+        probe = out / "tensorboard" / f".probe-{os.getpid()}"
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0))); probe.unlink()
+        return SummaryWriter(str(out / "tensorboard"), purge_step=step + 1)
     except OSError as e:                                 # a file in the way, a read-only folder, a full disk
         raise ValueError(f"tensorboard=true: cannot write the curves to {out / 'tensorboard'}: {e.strerror or e}") from None
 
