@@ -4,7 +4,7 @@
 
 # %% ../nbs/06b_hf_bridge.ipynb #d124847f
 from __future__ import annotations
-import copy, json, warnings
+import copy, inspect, json, warnings
 from pathlib import Path
 import torch
 from torch import nn, Tensor
@@ -16,7 +16,7 @@ from .algebraic import TreeAPE
 
 # %% auto #0
 __all__ = ['ABSOLUTE', 'ROTARY', 'KEYWORD', 'MODES', 'TreeEmbeddings', 'add_tree_positions', 'TreeRotary', 'add_tree_rotary',
-           'load_tree_model']
+           'cached_logits', 'load_tree_model']
 
 # %% ../nbs/06b_hf_bridge.ipynb #01a11331
 ABSOLUTE = ("bert", "roberta", "xlm-roberta", "camembert", "electra")   # positions: `embeddings.position_embeddings`
@@ -249,6 +249,27 @@ def add_tree_rotary(model:nn.Module, # a Hugging Face decoder with rotary positi
     "Put the algebraic tree encoding in place of RoPE in every attention layer of a Llama-style decoder."
     _warn_if_recorded(model, "add_tree_rotary")
     return _add_tree_rotary(model, n, init, **options)
+
+# %% ../nbs/06b_hf_bridge.ipynb #018b05d0
+def cached_logits(model, # a decoder with `add_tree_rotary` (a `*ForCausalLM` of `ROTARY`)
+                  ids:Tensor, # `[B, L]` token ids
+                  positions, # `[B, L, K]` the tokens' `TreePositions`
+                  attention_mask:Tensor|None=None, # `[B, L]`, 1 at real tokens (None: every token is real)
+                 ) -> Tensor: # `[B, L, V]` the logits of every step
+    """The logits of a tree-positioned decoder computed one token at a time through its key/value cache, as a
+    generation loop of your own runs it: each step feeds its token, its tree position and the cache."""
+    logits, cache = [], None
+    for t in range(ids.shape[1]):
+        kw = {} if attention_mask is None else {"attention_mask": attention_mask[:, :t + 1]}
+        if cache is not None: kw[_cache_keyword(model)] = cache
+        out = model(ids[:, t:t + 1], **{KEYWORD: positions[:, t:t + 1]}, use_cache=True, **kw)
+        logits.append(out.logits)
+        cache = getattr(out, "cache", None) or out.past_key_values   # (`cache` in transformers 5.2x)
+    return torch.cat(logits, 1)
+
+def _cache_keyword(model) -> str:
+    "The keyword a model's call takes its key/value cache by: `cache` (transformers 5.2x) or `past_key_values`."
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 # %% ../nbs/06b_hf_bridge.ipynb #cb8aadab
 def _tree_weights(folder:Path) -> dict:
