@@ -16,10 +16,11 @@ from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
 __all__ = ['VOCABULARIES', 'LENGTHS', 'MAX_STATEMENTS', 'FORMS', 'FORM_WEIGHTS', 'CONTINUE', 'P_ASSIGN', 'P_NAME', 'OPERATORS',
-           'TOOLCHAIN', 'INSTALL', 'LAYOUT', 'JS_WRAPPER', 'COFFEE_DATA', 'SPLITS', 'FORMS_OF_TASK', 'coffee_programs',
-           'ToolchainMissing', 'toolchain_problem', 'toolchain_versions', 'translate_coffee', 'coffee_text',
-           'chen_sample', 'coffee_record', 'coffee_set', 'set_name', 'write_coffee_set', 'read_coffee_set',
-           'coffee_examples', 'side_tokens', 'coffee_builder']
+           'TOOLCHAIN', 'INSTALL', 'LAYOUT', 'JS_WRAPPER', 'COFFEE_DATA', 'SPLITS', 'FORMS_OF_TASK',
+           'PROGRAM_LANGUAGES', 'coffee_programs', 'ToolchainMissing', 'toolchain_problem', 'toolchain_versions',
+           'translate_coffee', 'parse_javascript', 'coffee_text', 'chen_sample', 'coffee_record', 'coffee_set',
+           'set_name', 'write_coffee_set', 'read_coffee_set', 'coffee_examples', 'side_tokens', 'coffee_builder',
+           'read_program']
 
 # %% ../nbs/08ca_coffee.ipynb #666ed7c2
 VOCABULARIES = {"A": (("x", "y"), ("0", "1")),                                  # inferred (see the text)
@@ -138,22 +139,34 @@ def toolchain_versions(toolchain:Path|str|None=None) -> dict:
     "The versions of node, coffeescript and acorn that `translate_coffee` runs."
     return json.loads(_node(["--versions"], "", toolchain or TOOLCHAIN))
 
-# %% ../nbs/08ca_coffee.ipynb #62678b14
+# %% ../nbs/08ca_coffee.ipynb #73e8d750
+def _answers(programs:Sequence[str], args:list, toolchain, batch:int, refused:str) -> list[dict]:
+    "translate.js's answer for every program (run in batches); a `ValueError` names the first program it refuses."
+    out = []
+    for start in range(0, len(programs), batch):
+        chunk = programs[start:start + batch]
+        lines = _node(args, "\n".join(json.dumps(p) for p in chunk) + "\n", toolchain or TOOLCHAIN).splitlines()
+        if len(lines) != len(chunk): raise ToolchainMissing(f"translate.js answered {len(lines)} of {len(chunk)} programs")
+        for i, line in enumerate(lines):
+            r = json.loads(line)
+            if r["error"]: raise ValueError(f"program {start + i} ({chunk[i]!r}) {refused}: {r['error']}")
+            out.append(r)
+    return out
+
 def translate_coffee(programs:Sequence[str], # CoffeeScript programs
                      toolchain:Path|str|None=None, # the folder of translate.js (None: `TOOLCHAIN`)
                      batch:int=5000, # programs per Node process
                     ) -> list[dict]: # per program: cs_tokens, cs_tree, js, js_tokens, js_tree (see translate.js)
     "Compile and parse programs with the pinned toolchain, in batches; a `ValueError` names a program it refuses."
-    out = []
-    for start in range(0, len(programs), batch):
-        chunk = programs[start:start + batch]
-        lines = _node([], "\n".join(json.dumps(p) for p in chunk) + "\n", toolchain or TOOLCHAIN).splitlines()
-        if len(lines) != len(chunk): raise ToolchainMissing(f"translate.js answered {len(lines)} of {len(chunk)} programs")
-        for i, line in enumerate(lines):
-            r = json.loads(line)
-            if r["error"]: raise ValueError(f"program {start + i} ({chunk[i]!r}) does not compile: {r['error']}")
-            out.append(r)
-    return out
+    return _answers(programs, [], toolchain, batch, "does not compile")
+
+# %% ../nbs/08ca_coffee.ipynb #8d523e88
+def parse_javascript(programs:Sequence[str], # JavaScript programs, with the compiler's `(function(){...}).call(this)` wrapper or without
+                     toolchain:Path|str|None=None, # the folder of translate.js (None: `TOOLCHAIN`)
+                     batch:int=5000, # programs per Node process
+                    ) -> list[dict]: # per program: js (wrapped), js_tokens, js_tree (see translate.js)
+    "Parse JavaScript with the pinned acorn into Chen et al.'s simplified trees (a program without the wrapper gets one)."
+    return _answers(programs, ["--js"], toolchain, batch, "does not parse")
 
 # %% ../nbs/08ca_coffee.ipynb #7756d6e8
 def coffee_text(cs_tokens:Sequence[str] # a stored program's CoffeeScript tokens
@@ -373,3 +386,22 @@ def coffee_builder(direction:str, # "cs2js" or "js2cs"
                               source_of_data="generated (Chen et al.'s grammar, compiled by CoffeeScript, parsed by acorn)",
                               licence="generated data, no licence needed"))
     return build
+
+# %% ../nbs/08ca_coffee.ipynb #793d6e6b
+PROGRAM_LANGUAGES = {"coffee": "cs", "js": "js"}   # a program's language -> the side of a record it fills
+
+def read_program(text:str, # one program
+                 language:str, # "coffee" or "js" (`PROGRAM_LANGUAGES`)
+                 form:str="tree", # "tree" (the compiler's or acorn's, as the sets hold it) or "tokens"
+                 toolchain:Path|str|None=None, # the folder of translate.js (None: `TOOLCHAIN`)
+                ) -> Tree|list[str]: # the tree (not binarised), or the token list
+    "One program of yours in the form a `cs2js` / `js2cs` task reads its sources, made by the pinned toolchain."
+    if language not in PROGRAM_LANGUAGES: raise ValueError(f"language must be one of {sorted(PROGRAM_LANGUAGES)}, got {language!r}")
+    if form not in FORMS_OF_TASK: raise ValueError(f"form must be one of {FORMS_OF_TASK}, got {form!r}")
+    if not isinstance(text, str) or not text.strip(): raise ValueError(f"{language}: expected a program's text, got {text!r:.60}")
+    if language == "coffee": rec = coffee_record(text, translate_coffee([text], toolchain)[0])
+    else:
+        r, (head, tail) = parse_javascript([text], toolchain)[0], JS_WRAPPER
+        rec = {"js_tokens": [t if v is None else v for t, v in r["js_tokens"]][len(head):-len(tail)], "js_tree": r["js_tree"]}
+    side = PROGRAM_LANGUAGES[language]
+    return side_tokens(rec, side) if form == "tokens" else Tree.from_parents(*rec[f"{side}_tree"])

@@ -22,6 +22,11 @@
 //                                   property names: `results.push(x)` is `CallExpression(MemberExpression(
 //                                   Identifier(results)))`)
 //   error      string|null          a program the compiler or acorn refuses: its message (the other fields absent)
+//
+//   node tools/coffee/translate.js --js < programs.jsonl   # JavaScript programs (to translate into CoffeeScript)
+//
+// reads JavaScript instead: a program is parsed as it is if it has the compiler's `(function(){...}).call(this)`
+// wrapper, else inside one, and its line holds `js`, `js_tokens` and `js_tree` as above (and `error`).
 // A tree is two arrays in preorder: the labels, and the index of each node's parent (-1 at the root). Nothing here
 // recurses over a tree's depth (the compiler itself does).
 "use strict";
@@ -99,15 +104,28 @@ function jsTree(root) {
   return [labels, parents];
 }
 
+function parseJs(js) {
+  // JavaScript as the compiler writes it: the tokens and the simplified tree of the wrapped program
+  const js_tokens = [];
+  for (const t of acorn.tokenizer(js, { ecmaVersion: ECMA })) js_tokens.push([t.type.label, t.value === undefined ? null : String(t.value)]);
+  return { js, js_tokens, js_tree: jsTree(unwrap(acorn.parse(js, { ecmaVersion: ECMA }))) };
+}
+
+function readJs(src) {
+  try {
+    let wrapped = true;
+    try { unwrap(acorn.parse(src, { ecmaVersion: ECMA })); } catch (e) { if (e instanceof SyntaxError) throw e; wrapped = false; }
+    return { ...parseJs(wrapped ? src : `(function() {\n${src}\n}).call(this);\n`), error: null };
+  } catch (e) {
+    return { error: String(e.message || e).split("\n")[0] };
+  }
+}
+
 function translate(src) {
   try {
     const cs_tokens = CoffeeScript.tokens(src).map((t) => [t[0], String(t[1])]);
     const cs_tree = csTree(src);
-    const js = CoffeeScript.compile(src);
-    const js_tokens = [];
-    for (const t of acorn.tokenizer(js, { ecmaVersion: ECMA })) js_tokens.push([t.type.label, t.value === undefined ? null : String(t.value)]);
-    const js_tree = jsTree(unwrap(acorn.parse(js, { ecmaVersion: ECMA })));
-    return { cs_tokens, cs_tree, js, js_tokens, js_tree, error: null };
+    return { cs_tokens, cs_tree, ...parseJs(CoffeeScript.compile(src)), error: null };
   } catch (e) {
     return { error: String(e.message || e).split("\n")[0] };
   }
@@ -123,7 +141,8 @@ if (process.argv.includes("--versions")) {
     if (line.trim() === "") return;
     let src;
     try { src = JSON.parse(line); } catch (e) { src = null; }
-    out.push(JSON.stringify(typeof src === "string" ? translate(src) : { error: "an input line is not a JSON string" }));
+    const read = process.argv.includes("--js") ? readJs : translate;
+    out.push(JSON.stringify(typeof src === "string" ? read(src) : { error: "an input line is not a JSON string" }));
     if (out.length >= 1000) { process.stdout.write(out.join("\n") + "\n"); out.length = 0; }
   });
   rl.on("close", () => { if (out.length) process.stdout.write(out.join("\n") + "\n"); });
