@@ -307,3 +307,14 @@ def test_a_full_disk_while_appending_names_the_file(tmp_path, monkeypatch):
     monkeypatch.setattr(runs.os, "fdopen", lambda fd, *a, **k: (os.close(fd), Full())[1])
     with pytest.raises(OSError) as e: runs.append_run_file(tmp_path / "metrics.jsonl", "{}\n")
     assert "metrics.jsonl" in str(e.value) and e.value.errno == errno.ENOSPC, str(e.value)
+
+
+@pytest.mark.parametrize("field, value", [("n", None), ("max_depth", "deep"), ("tgt_binary", "yes"), ("source", 3)])
+def test_a_forged_spec_value_is_named_with_its_file(run, tmp_path, field, value):
+    from treepe_nb.runs import load_vocab
+    r = fresh(run, tmp_path)
+    v = json.loads((r / "vocab.json").read_text())
+    v["spec"][field] = value
+    (r / "vocab.json").write_text(json.dumps(v))
+    with pytest.raises(ValueError) as e: load_vocab(r)
+    assert f"vocab.json is damaged: spec.{field}" in str(e.value) and str(r) in str(e.value), str(e.value)

@@ -207,15 +207,20 @@ def read_for_at(text:str, # one For program, as written in a file
     if at.start() == 0: msg = msg[at.end() + 2:]                              # "line L, column C: " said once
     raise ValueError(f"{where}, {at[0]}: {msg}") from None
 
-# %% ../nbs/09d_predict.ipynb #7b9b14a7
-def _out_of_memory(e:BaseException) -> str|None:
-    "What to say when `e` is a failed allocation (`MemoryError`, or torch's allocator error on the CPU or a GPU), else None."
+# %% ../nbs/09d_predict.ipynb #d5abba1b
+def _out_of_memory(e:BaseException, # caught while loading a run or decoding
+                   run:str, # the run folder, for the message
+                  ):
+    """Leave `treepe-predict` with one line when `e` is a failed allocation (`MemoryError`, torch's allocator error on
+    the CPU or a GPU); anything else is raised again (a bug keeps its traceback). Call it inside an `except` block."""
     text = (str(e).strip().splitlines() or [""])[0]
     if not (isinstance(e, MemoryError) or isinstance(e, RuntimeError) and (isinstance(e, torch.OutOfMemoryError)
-            or "can't allocate memory" in text or "out of memory" in text.lower())): return None
+            or "can't allocate memory" in text or "out of memory" in text.lower())): raise
     text = re.sub(r"^\[enforce fail[^\]]*\]\s*err == 0\.\s*", "", text)[:200]     # torch's check, not the news
-    return f"out of memory ({text or type(e).__name__})"
+    command_error("treepe-predict", f"out of memory ({text or type(e).__name__}) while loading {run} or decoding its "
+                                    f"inputs: try fewer inputs at a time, no --beam, or another --device")
 
+# %% ../nbs/09d_predict.ipynb #7b9b14a7
 def predict_cli(argv:Sequence[str]|None=None):
     "`treepe-predict RUN [FILE|-]`: one output per input line, per For program, or per key written `?` of a manifest (see `--help`)."
     p = argparse.ArgumentParser(prog="treepe-predict", description="Decode your own inputs with a run trained by "
@@ -279,10 +284,7 @@ def predict_cli(argv:Sequence[str]|None=None):
                              errors=errors, nbest=args.nbest or 1))
     except (ValueError, FileNotFoundError, TypeError) as e:
         command_error("treepe-predict", e)
-    except (MemoryError, RuntimeError) as e:                   # the run or its inputs need more memory than there is
-        if (said := _out_of_memory(e)) is None: raise
-        command_error("treepe-predict", f"{said} while loading {args.run} or decoding its inputs: try fewer inputs at "
-                                        f"a time, no --beam, or another --device")
+    except (MemoryError, RuntimeError) as e: _out_of_memory(e, args.run)   # one line; others keep their traceback
     unknown = Counter()
     try:                                                    # a full disk, /dev/full: one line, not a traceback
         for r in rows:                                          # one output line per input (per input line: blank for blank)

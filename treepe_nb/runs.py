@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_runs.ipynb #e0e86311
 from __future__ import annotations
-import errno, json, os, pickle, random, shutil, socket, stat, sys, warnings
+import errno, json, os, random, shutil, socket, stat, sys, warnings
 from functools import cached_property
 from pathlib import Path
 from typing import Callable, Sequence
@@ -263,11 +263,13 @@ def load_checkpoint(path:str|Path, # a checkpoint file, or a run folder (its bes
     if not path.is_file():                              # a FIFO would block the read, /dev/zero never end it
         raise ValueError(f"the checkpoint {path} is not a regular file (a pipe, a device or a socket)")
     try: ck = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
-    except pickle.UnpicklingError:                      # torch's text of several lines advises weights_only=False
-        raise ValueError(f"cannot read the checkpoint {path}: it holds code (objects other than tensors and plain data), "
-                         f"which no treepe_nb checkpoint holds and which is never run") from None
-    except Exception as e:
-        raise ValueError(f"cannot read the checkpoint {path} (corrupt or not a treepe_nb checkpoint): {e}") from None
+    except Exception as e:                              # torch's text: several lines that advise weights_only=False
+        lines = [l.strip() for l in str(e).splitlines() if l.strip()] or [type(e).__name__]
+        code = next((l.split("GLOBAL ", 1)[1].split()[0] for l in lines if "Unsupported global: GLOBAL " in l), None)
+        if code: raise ValueError(f"cannot read the checkpoint {path}: it holds code ({code}), which no treepe_nb "
+                                  f"checkpoint holds and which is never run") from None
+        why = next((l for l in lines if l.startswith("Unsupported")), lines[0])    # e.g. "Unsupported operand 110"
+        raise ValueError(f"cannot read the checkpoint {path} (corrupt or not a treepe_nb checkpoint): {why}") from None
     missing = [k for k in require if not isinstance(ck, dict) or k not in ck]
     if missing: raise ValueError(f"the checkpoint {path} has no {', '.join(missing)}: not a treepe_nb checkpoint")
     return ck
@@ -351,10 +353,28 @@ def load_vocab(run:str|Path # a run folder
     facts = ("spec",) if isinstance(d, dict) and "spec" in d else FLAT_FIELDS
     missing = [k for k in (*facts, "src_vocab", "tgt_vocab") if not isinstance(d, dict) or k not in d]
     if missing: raise ValueError(f"{path} is damaged: it has no {', '.join(missing)} (write it again by training the run)")
-    try: return {"spec": _spec_of(d), "src_vocab": _vocab_of(d["src_vocab"]), "tgt_vocab": _vocab_of(d["tgt_vocab"]),
-                 "info": d.get("info") if isinstance(d.get("info"), dict) else {}}
+    try: out = {"spec": _spec_of(d), "src_vocab": _vocab_of(d["src_vocab"]), "tgt_vocab": _vocab_of(d["tgt_vocab"]),
+                "info": d.get("info") if isinstance(d.get("info"), dict) else {}}
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ValueError(f"{path} is damaged: its spec or vocabularies do not read ({type(e).__name__}: {e})") from None
+    _check_spec(out["spec"], path)                         # a forged value fails here, named, not later in a comparison
+    return out
+
+# %% ../nbs/09_runs.ipynb #d3a749d5
+def _check_spec(spec:TaskSpec, path:Path):
+    "A `ValueError` naming `path` and the field where a spec's field has the wrong type (`n: null`, text for a flag)."
+    trees = "tree" in (spec.source, spec.target)
+    for name, low in (("n", 1), ("max_depth", 0)):
+        v = getattr(spec, name)
+        if (v is not None or trees) and (isinstance(v, bool) or not isinstance(v, int) or v < low):
+            why = " (the task has trees)" if trees else ""
+            raise ValueError(f"{path} is damaged: spec.{name} must be an integer >= {low}{why}, got {v!r:.40}")
+    for name in ("name", "source", "target", "src_order", "tgt_order", "src_format", "tgt_format"):
+        if not isinstance(getattr(spec, name), str):
+            raise ValueError(f"{path} is damaged: spec.{name} must be text, got {getattr(spec, name)!r:.40}")
+    for name in ("src_binary", "tgt_binary"):
+        if not isinstance(getattr(spec, name), bool):
+            raise ValueError(f"{path} is damaged: spec.{name} must be true or false, got {getattr(spec, name)!r:.40}")
 
 # %% ../nbs/09_runs.ipynb #423a0021
 def _alive(pid:int) -> bool:
