@@ -144,3 +144,26 @@ def test_missing_toolchain_is_named(tmp_path):
                                     or "node" in problem)
     with pytest.raises(Exception, match="npm ci --prefix tools/coffee|translate.js|node"):
         translate_coffee(["x\n"], toolchain=tmp_path)
+
+
+def test_predict_reads_programs_of_either_language(tmp_path):
+    "`treepe-predict RUN --format js|coffee`: one output per program (blocks of lines), the language checked against the run."
+    import subprocess, sys
+    from treepe_nb.coffee import toolchain_problem
+    if (problem := toolchain_problem()) is not None: pytest.skip(problem)
+    from treepe_nb.model import ModelConfig
+    from treepe_nb.tasks import TaskConfig
+    from treepe_nb.train import TrainConfig, train
+    for form, pe in (("tree", "stack"), ("tokens", "sinusoidal")):
+        out = tmp_path / form
+        train(TrainConfig(TaskConfig("js2cs", sizes=(32, 4, 4), options={"form": form}), ModelConfig(
+              pe=pe, d_model=16, num_heads=2, enc_layers=1, dec_layers=1), steps=2, eval_every=0, eval_examples=1,
+              threads=1, out=str(out)), progress=False)
+        cli = [sys.executable, "-c", "from treepe_nb.predict import predict_cli; predict_cli()", str(out), "-"]
+        done = subprocess.run([*cli, "--format", "js", "--jsonl"], capture_output=True, text=True, timeout=300,
+                              input="var a;\na = 1 + 2;\n\nvar b;\nif (b === 3) {\n  b = 4;\n}\n")
+        assert done.returncode == 0, done.stderr[-2000:]
+        rows = [json.loads(l) for l in done.stdout.splitlines()]
+        assert [(r["line"], r["last_line"]) for r in rows] == [(1, 2), (4, 7)] and all(r["output"] is not None for r in rows)
+        done = subprocess.run([*cli, "--format", "coffee"], capture_output=True, text=True, timeout=300, input="a = 1\n")
+        assert done.returncode == 2 and "a js2cs run translates JavaScript programs" in done.stderr, done.stderr[-2000:]

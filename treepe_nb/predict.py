@@ -19,11 +19,12 @@ from .batching import Collator
 from .runs import Run
 from .config import import_modules
 from .pairs import FORMATS, MAX_INPUT_NODES, parse_for, read_input, read_lines, to_python
+from .coffee import PROGRAM_LANGUAGES, read_program, toolchain_problem
 from .yaml_reader import link_path, read_yaml
 from .tasks import SOURCE_NORMALS
 
 # %% auto #0
-__all__ = ['load_run', 'Prediction', 'predict', 'input_blocks', 'read_for_at', 'predict_cli', 'suggest_keys']
+__all__ = ['INPUT_FORMATS', 'load_run', 'Prediction', 'predict', 'input_blocks', 'read_for_at', 'predict_cli', 'suggest_keys']
 
 # %% ../nbs/09d_predict.ipynb #3ff86125
 def load_run(folder:str|Path, # a run folder written by `train`
@@ -63,6 +64,9 @@ def _source(run:Run, x, format:str|None, k:int):
     fmt = format or spec.src_format
     if isinstance(x, Tree): pass                                         # read already (treepe-predict's For programs)
     elif fmt == "words" and isinstance(x, str): x = docstring_tokens(x)    # a docstring line, cut as the task cuts it
+    elif fmt in PROGRAM_LANGUAGES:                                      # CoffeeScript or JavaScript, through Node
+        try: x = read_program(x, fmt, "tokens" if spec.source == "sequence" else "tree")
+        except ValueError as e: raise ValueError(f"{k}: {e}") from None
     else:
         try: x = read_input(x, "tokens" if fmt == "words" else fmt)
         except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{k}: {e}") from None
@@ -117,10 +121,12 @@ def _prediction(run:Run, hypotheses:list, nbest:int, unknown:int=0, what:str="th
     return Prediction(output, text, None if why is None else f"{what}: {why}", score=score, unknown=unknown,
                       nbest=[(_text(run, h)[1], s) for h, s in hypotheses[:nbest]] if nbest > 1 else [])
 
+INPUT_FORMATS = (*FORMATS, *PROGRAM_LANGUAGES)   # what `predict` reads: `pairs.FORMATS`, and programs (coffee, js)
+
 @torch.no_grad()
 def predict(run:Run, # from `load_run`
             inputs:Sequence, # sources: text in `format`, parsed JSON values, token lists, or `Tree`s read already
-            format:str|None=None, # one of `pairs.FORMATS` (None: the run's own, see above)
+            format:str|None=None, # one of `INPUT_FORMATS` (None: the run's own, see above)
             unknown:str|None=None, # "raise" or "unk" (None: "unk" if the task mapped rare tokens to <unk>)
             beam:int|None=None, # beam width (None: greedy)
             batch_size:int=64, # inputs decoded at once
@@ -135,7 +141,15 @@ def predict(run:Run, # from `load_run`
         raise TypeError(f"inputs must be a list of sources, got one {type(inputs).__name__}: write [{str(inputs)[:30]!r}] for one input")
     if spec.target == "labels":
         raise ValueError(f"predict decodes trees and sequences; a {spec.name} run labels masked keys: use suggest_keys")
-    if format is not None and format not in FORMATS: raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if format is not None and format not in INPUT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(INPUT_FORMATS)}, got {format!r}")
+    if (format or spec.src_format) in PROGRAM_LANGUAGES and spec.name in ("cs2js", "js2cs") \
+            and PROGRAM_LANGUAGES[format or spec.src_format] != spec.name[:2]:
+        raise ValueError(f"a {spec.name} run translates {'CoffeeScript' if spec.name == 'cs2js' else 'JavaScript'} "
+                         f"programs: give them with format {'coffee' if spec.name == 'cs2js' else 'js'}")
+    if (format or spec.src_format) in PROGRAM_LANGUAGES and (problem := toolchain_problem()):
+        raise ValueError(f"format {format or spec.src_format} reads programs with the pinned compilers, which cannot run "
+                         f"here: {problem}")
     if unknown is None: unknown = "unk" if run.info.get("min_count", 1) > 1 else "raise"
     if unknown not in ("raise", "unk"): raise ValueError(f"unknown must be 'raise' or 'unk', got {unknown!r}")
     if errors not in ("raise", "skip"): raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
@@ -231,7 +245,9 @@ def predict_cli(argv:Sequence[str]|None=None):
     p.add_argument("run", help="a run folder written by treepe-train")
     p.add_argument("file", nargs="?", default="-", help="a file with one input per line, For programs separated by blank "
                    "lines, or a YAML manifest for a yaml-keys or k8s-keys run (default -: standard input)")
-    p.add_argument("--format", choices=FORMATS, default=None, help="the format of the inputs (default: the run's own)")
+    p.add_argument("--format", choices=INPUT_FORMATS, default=None, help="the format of the inputs (default: the run's "
+                   "own); coffee and js: CoffeeScript or JavaScript programs for a cs2js or js2cs run, one program per "
+                   "block of lines (blocks separated by a blank line), read by Node's pinned compilers")
     p.add_argument("--field", default=None, help="read each line as JSON and take this field (e.g. source)")
     p.add_argument("--whole-file", action="store_true", help="read the whole file as one input (a For program with blank "
                    "lines in it, Python source over several lines, ...): one output")
@@ -260,7 +276,7 @@ def predict_cli(argv:Sequence[str]|None=None):
         if run.spec.target == "labels": return _suggest_cli(run, args, where, errors)
         if (args.nbest or 1) > 1 and not args.jsonl: p.error("--nbest writes several outputs per input: give --jsonl too")
         rows, fmt = [], args.format or run.spec.src_format
-        if args.whole_file or fmt == "for" and not args.field:     # inputs over several lines: one output per input
+        if args.whole_file or fmt in ("for", *PROGRAM_LANGUAGES) and not args.field:   # inputs over several lines
             for a, b, text in input_blocks(read_lines(args.file), args.whole_file):
                 row = dict(fields={"line": a, "last_line": b}, shown=text, x=text, bad=None,
                            name=f"{where}, line {a}" if a == b else f"{where}, lines {a}-{b}")
