@@ -318,3 +318,12 @@ def test_a_forged_spec_value_is_named_with_its_file(run, tmp_path, field, value)
     (r / "vocab.json").write_text(json.dumps(v))
     with pytest.raises(ValueError) as e: load_vocab(r)
     assert f"vocab.json is damaged: spec.{field}" in str(e.value) and str(r) in str(e.value), str(e.value)
+
+
+def test_the_semantic_parsing_budgets_are_task_options():
+    "Item 7: the knobs GEO's and ATIS's messages name (max_form_chars, max_form_depth) are task options (--task-option)."
+    from treepe_nb.tasks import make_task, task_settings
+    assert {"max_form_chars", "max_form_depth"} <= set(task_settings("geo")) & set(task_settings("atis"))
+    with pytest.raises(ValueError, match="deeper than max_form_depth=3"):
+        make_task("geo", sizes=(8, 2, 2), options={"max_form_depth": 3})
+    assert len(make_task("geo", sizes=(8, 2, 2), options={"max_form_depth": 200}).train) == 8

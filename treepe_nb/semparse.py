@@ -347,11 +347,12 @@ def semparse_splits(dataset:str, # "geo" or "atis"
 
 # %% ../nbs/08e_semparse.ipynb #12b6b26e
 def semparse_builder(dataset:str, # "geo" or "atis"
-                    ) -> Callable: # `build(seed, sizes, order, data=None, entities=None, source=None, keep_repeats=False) -> dict`
+                    ) -> Callable: # `build(seed, sizes, order, data, entities, source, keep_repeats, max_form_chars, max_form_depth)`
     "The task builder of one semantic-parsing data set (see `tasks.register_task`): question words to LCRS logical forms."
     if dataset not in DATASETS: raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
-    def build(seed, sizes, order, data:str|None=None, entities:str|None=None, source:str|None=None, keep_repeats:bool=False):
-        splits, report = semparse_splits(dataset, data, entities, source)
+    def build(seed, sizes, order, data:str|None=None, entities:str|None=None, source:str|None=None, keep_repeats:bool=False,
+              max_form_chars:int=10_000, max_form_depth:int=100):   # the readers' budgets (`semparse_splits`)
+        splits, report = semparse_splits(dataset, data, entities, source, max_form_chars, max_form_depth)
         source = SOURCES[dataset][0] if source is None else source
         entities = _own_entities(source) if entities is None else entities
         rows, unused = [], []
