@@ -235,6 +235,31 @@ def _out_of_memory(e:BaseException, # caught while loading a run or decoding
                                     f"inputs: try fewer inputs at a time, no --beam, or another --device")
 
 # %% ../nbs/09d_predict.ipynb #7b9b14a7
+def _input_rows(args, fmt:str|None, where:str) -> list[dict]:
+    """`treepe-predict`'s inputs, each with its line(s), its text and what is wrong with it: blocks of lines for For,
+    CoffeeScript and JavaScript programs (and `--whole-file`), else one per line (a blank line: a blank output)."""
+    rows = []
+    if args.whole_file or fmt in ("for", *PROGRAM_LANGUAGES) and not args.field:   # inputs over several lines
+        for a, b, text in input_blocks(read_lines(args.file), args.whole_file):
+            row = dict(fields={"line": a, "last_line": b}, shown=text, x=text, bad=None,
+                       name=f"{where}, line {a}" if a == b else f"{where}, lines {a}-{b}")
+            if fmt == "for":
+                try: row["x"] = read_for_at(text, a, where)               # its errors: the file's own line and column
+                except ValueError as e:
+                    run_on = not args.whole_file and b > a and "expected ';' or the end of the program" in str(e)
+                    row["bad"] = str(e) + (" (programs are separated by a blank line)" if run_on else "")
+            rows.append(row)
+        return rows
+    for n, line in enumerate(read_lines(args.file), 1):
+        row = dict(fields={"line": n}, shown=line, x=line, bad=None, name=f"{where}, line {n}", blank=not line.strip())
+        if args.field and not row["blank"]:
+            try: row["x"] = row["shown"] = json.loads(line)[args.field]
+            except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
+                row["bad"], row["shown"] = f"{row['name']}: not a JSON object with the field {args.field!r}", line
+        rows.append(row)
+    return rows
+
+# %% ../nbs/09d_predict.ipynb #df70bdd1
 def predict_cli(argv:Sequence[str]|None=None):
     "`treepe-predict RUN [FILE|-]`: one output per input line, per For program, or per key written `?` of a manifest (see `--help`)."
     p = argparse.ArgumentParser(prog="treepe-predict", description="Decode your own inputs with a run trained by "
@@ -275,25 +300,7 @@ def predict_cli(argv:Sequence[str]|None=None):
         run = load_run(args.run, args.checkpoint, args.device)
         if run.spec.target == "labels": return _suggest_cli(run, args, where, errors)
         if (args.nbest or 1) > 1 and not args.jsonl: p.error("--nbest writes several outputs per input: give --jsonl too")
-        rows, fmt = [], args.format or run.spec.src_format
-        if args.whole_file or fmt in ("for", *PROGRAM_LANGUAGES) and not args.field:   # inputs over several lines
-            for a, b, text in input_blocks(read_lines(args.file), args.whole_file):
-                row = dict(fields={"line": a, "last_line": b}, shown=text, x=text, bad=None,
-                           name=f"{where}, line {a}" if a == b else f"{where}, lines {a}-{b}")
-                if fmt == "for":
-                    try: row["x"] = read_for_at(text, a, where)               # its errors: the file's own line and column
-                    except ValueError as e:
-                        run_on = not args.whole_file and b > a and "expected ';' or the end of the program" in str(e)
-                        row["bad"] = str(e) + (" (programs are separated by a blank line)" if run_on else "")
-                rows.append(row)
-        else:                                                  # one input per line, a blank output line for a blank line
-            for n, line in enumerate(read_lines(args.file), 1):
-                row = dict(fields={"line": n}, shown=line, x=line, bad=None, name=f"{where}, line {n}", blank=not line.strip())
-                if args.field and not row["blank"]:
-                    try: row["x"] = row["shown"] = json.loads(line)[args.field]
-                    except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
-                        row["bad"], row["shown"] = f"{row['name']}: not a JSON object with the field {args.field!r}", line
-                rows.append(row)
+        rows = _input_rows(args, args.format or run.spec.src_format, where)
         if errors == "raise" and (bad := next((r["bad"] for r in rows if r["bad"]), None)): raise ValueError(bad)
         todo = [r for r in rows if not r.get("blank") and not r["bad"]]
         preds = iter(predict(run, [r["x"] for r in todo], args.format, args.unknown, args.beam, names=[r["name"] for r in todo],
