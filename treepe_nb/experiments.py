@@ -53,7 +53,7 @@ SQ_SEMPARSE = {  # Shiv & Quirk's semantic parsing (their §5.2: 4 + 4 layers, d
     "eval_examples": 0, "patience": 4, "task.sizes": (10**6,) * 3}   # every example of the standard splits
 SQ_CS2JS = {**SQ_PLATEAU,  # Shiv & Quirk's CoffeeScript <-> JavaScript runs: their For2Lam setup (dropout, clipping, a plateau
     # of dev perplexity), batch 64 as on their long sets, at the For2Lam grids' CPU scale (d_model 64, 2 + 2 layers): the pilot
-    # (10d) measured their size (256, 4 + 4) at 950 training tokens/s on one thread, this one at 11,700; 4,000 steps (2.6 passes)
+    # (tools/cs2js_pilot.py, chapter 10aa) trains their size (256, 4 + 4) 8 times slower on one thread; 4,000 steps (2.6 passes)
     "batch_size": 64, "steps": 4000, "min_steps": 1500, "eval_examples": 100, "max_output_nodes": 200,
     "task.sizes": (100_000, 500, 2000)}   # test: 2,000 of the 10,000 stored test programs (decoding is the slow part)
 SQ_RECIPE = {**SQ_SEMPARSE,   # the recipe pilot (issue 54): Shiv & Quirk's own size and batch, 1,000 steps of 128 questions
