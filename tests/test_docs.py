@@ -56,10 +56,10 @@ UNSET_HOSTS = [h for h in (re.sub(r"^https?://", "", SETTINGS[k]).rstrip("/") fo
 
 
 def first_heading(nb_path: Path) -> str:
-    "The title a page must show: the notebook's first `# Heading`."
+    "The title a page must show: the notebook's first `# Heading`, its apostrophes typeset (Sphinx's smart quotes)."
     for cell in json.loads(nb_path.read_text(encoding="utf-8"))["cells"]:
         m = re.search(r"^#\s+(\S.*?)\s*$", "".join(cell["source"]), re.MULTILINE)
-        if cell["cell_type"] == "markdown" and m: return m.group(1)
+        if cell["cell_type"] == "markdown" and m: return m.group(1).replace("'", "\u2019")
     raise AssertionError(f"{nb_path.name} has no '# Heading'")
 
 

@@ -303,3 +303,26 @@ def test_crowded_export_cells_do_not_grow():
     notebooks = {p.stem: ["".join(c["source"]) for c in json.loads(p.read_text())["cells"] if c["cell_type"] == "code"]
                  for p in sorted((ROOT.parent / "nbs").glob("*.ipynb"))}
     assert len(crowded_cells(notebooks)) <= MAX_CROWDED_CELLS
+
+
+def show_docs_without_output(notebooks:dict[str, list[dict]]) -> list[str]:
+    """`notebook: show_doc(name)` for every `show_doc` cell with no stored output: the site's API reference is rendered
+    from that output, so the docs build (tests/test_docs.py, which needs a browser) refuses such a notebook."""
+    return [f"{nb}: {c['source'].strip()}" for nb, cells in notebooks.items() for c in cells
+            if c["cell_type"] == "code" and re.match(r"\s*show_doc\(", c["source"]) and not c.get("outputs")]
+
+
+def test_show_doc_rule_can_fail():
+    cells = [{"cell_type": "code", "source": "show_doc(f)", "outputs": []},
+             {"cell_type": "code", "source": "show_doc(g)", "outputs": [{"data": {}}]},
+             {"cell_type": "markdown", "source": "show_doc(h)"}]
+    assert show_docs_without_output({"nb": cells}) == ["nb: show_doc(f)"]
+
+
+def test_every_show_doc_has_its_output():
+    import json
+    notebooks = {}
+    for p in sorted((ROOT.parent / "nbs").glob("*.ipynb")):
+        cells = json.loads(p.read_text())["cells"]
+        notebooks[p.stem] = [{**c, "source": "".join(c["source"])} for c in cells]
+    assert show_docs_without_output(notebooks) == []
