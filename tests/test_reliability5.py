@@ -333,3 +333,41 @@ def test_the_semantic_parsing_budgets_are_task_options():
     with pytest.raises(ValueError, match="deeper than max_form_depth=3"):
         make_task("geo", sizes=(8, 2, 2), options={"max_form_depth": 3})
     assert len(make_task("geo", sizes=(8, 2, 2), options={"max_form_depth": 200}).train) == 8
+
+
+def test_the_for_nesting_budget_is_a_task_option_and_a_predict_option(tmp_path):
+    "Item 7: the knob For's message names (max_nesting) is the pairs task's option and treepe-predict's --max-nesting."
+    from treepe_nb.tasks import make_task, task_settings
+    from treepe_nb.predict import read_for_at
+    assert "max_nesting" in task_settings("pairs")
+    deep = lambda d, v: "if x < 1 then " * d + f"x = {v}" + " else y = 2 endif" * d
+    data = tmp_path / "for.jsonl"
+    data.write_text("".join(json.dumps({"source": deep(3, v), "target": f"(p {v})"}) + "\n" for v in range(9)))
+    options = {"data": str(data), "source_format": "for"}
+    with pytest.raises(ValueError) as e: make_task("pairs", sizes=None, options={**options, "max_nesting": 2})
+    assert "more than max_nesting=2" in str(e.value) and "--task-option max_nesting=N" in str(e.value), str(e.value)
+    assert len(make_task("pairs", sizes=None, options={**options, "max_nesting": 3}).train) >= 1
+    with pytest.raises(ValueError, match=r"more than max_nesting=2 .*treepe-predict --max-nesting N"):
+        read_for_at(deep(3, 1), 4, "f.for", max_nesting=2)
+    assert len(read_for_at(deep(3, 1), 4, "f.for", max_nesting=3)) > 3
+    done = subprocess.run([sys.executable, "-c", f"{COMMANDS['predict']}; c()", "--help"], capture_output=True, text=True)
+    assert "--max-nesting N" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("name", ["two\nlines", "nul\x00", "--help", "-x", ""])
+def test_registries_refuse_names_no_command_line_can_write(name):
+    "Item 7: a task or encoding name with a newline, a NUL or a leading `-` is refused in one line, naming the rule."
+    from treepe_nb.tasks import register_task, TASKS
+    from treepe_nb.attention import register_encoding, ENCODINGS
+    with pytest.raises(ValueError, match="needs a name of letters, digits and _ . \\+ - \\(not starting with -\\)"):
+        register_task(name, lambda seed, sizes, order: None)
+    with pytest.raises(ValueError, match="an encoding needs a name"):
+        register_encoding(name, "absolute", ["tree"], term=lambda *a: 0)
+    assert name not in TASKS and name not in ENCODINGS
+
+
+def test_a_mask_prob_read_as_text_gets_the_yaml_hint():
+    "Item 7: `--task-option mask_prob=1e-300` reaches the task as text (YAML 1.1 floats need a dot); say so."
+    from treepe_nb.tasks import make_task
+    with pytest.raises(TypeError, match=r"got .1e-300. \(text, not a number: YAML reads 3e-3 as text, write 3.0e-3\)"):
+        make_task("yaml-keys", sizes=(4, 2, 2), options={"mask_prob": "1e-300"})

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_attention.ipynb #c8fbd644
 from __future__ import annotations
-import math
+import math, re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 import torch
@@ -17,9 +17,9 @@ from .additive import AdditiveTreePE
 from .algebraic import SequenceAPE, TreeAPE, GridAPE
 
 # %% auto #0
-__all__ = ['FAMILIES', 'MODALITIES', 'ENCODINGS', 'Encoding', 'register_encoding', 'check_encoding', 'check_reads', 'check_heads',
-           'positions_modality', 'PreparedPositions', 'position_distance', 'PositionEncoding', 'attention_mask',
-           'KVCache', 'MultiHeadAttention']
+__all__ = ['FAMILIES', 'MODALITIES', 'ENCODINGS', 'Encoding', 'check_registry_name', 'register_encoding', 'check_encoding',
+           'check_reads', 'check_heads', 'positions_modality', 'PreparedPositions', 'position_distance',
+           'PositionEncoding', 'attention_mask', 'KVCache', 'MultiHeadAttention']
 
 # %% ../nbs/06_attention.ipynb #1abf51f3
 FAMILIES = ("none", "absolute", "rotation", "relative")   # where an encoding acts
@@ -42,6 +42,17 @@ class Encoding:
     positions: Callable|None = None # `sizes` -> how many token indices it can place (a table's rows); None: no limit
 
 ENCODINGS: dict[str, Encoding] = {}   # name -> component; filled by `register_encoding`
+_REGISTRY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
+
+def check_registry_name(name, # a name for a registry (encodings, tasks)
+                        what:str, # what it names, for the message: "an encoding", "a task"
+                       ) -> str: # `name`
+    """A name that configs, YAML files and command lines can all write back: letters, digits and `_ . + -`, not
+    starting with `-` (it would read as an option); a one-line `ValueError` shows what else it holds."""
+    if not isinstance(name, str) or not _REGISTRY_NAME.match(name):
+        raise ValueError(f"{what} needs a name of letters, digits and _ . + - (not starting with -), got {name!r:.60}")
+    return name
+
 
 def register_encoding(name:str, # the name configs use; must not be taken unless `replace`
                       family:str, # one of `FAMILIES`
@@ -57,7 +68,7 @@ def register_encoding(name:str, # the name configs use; must not be taken unless
                       replace:bool=False, # allow replacing a registered encoding
                      ) -> Encoding:
     "Add an encoding to `ENCODINGS`, checking that it says everything its family needs."
-    if not isinstance(name, str) or not name: raise ValueError(f"an encoding needs a non-empty name, got {name!r}")
+    check_registry_name(name, "an encoding")
     if name in ENCODINGS and not replace:
         raise ValueError(f"an encoding named {name!r} is registered already; pass replace=True to replace it")
     if family not in FAMILIES: raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")

@@ -10,11 +10,13 @@ from torch import nn
 from .attention import ENCODINGS, check_encoding, check_heads
 
 # %% auto #0
-__all__ = ['ACTIVATIONS', 'MAX_LAYERS', 'check_number', 'ModelConfig', 'TransformerConfig']
+__all__ = ['ACTIVATIONS', 'MAX_LAYERS', 'YAML_NUMBER_HINT', 'check_number', 'ModelConfig', 'TransformerConfig']
 
 # %% ../nbs/06d_model_config.ipynb #30947805
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}   # the feed-forward block's non-linearity
 MAX_LAYERS = 512   # the most layers of each side (building is linear in them, even on the meta device)
+
+YAML_NUMBER_HINT = " (text, not a number: YAML reads 3e-3 as text, write 3.0e-3)"   # YAML 1.1 floats need a dot
 
 def check_number(cfg, # a config (any object)
                  name:str, # the field to check
@@ -27,7 +29,7 @@ def check_number(cfg, # a config (any object)
     v = getattr(cfg, name)
     ok_type = isinstance(v, kind) if kind is int else isinstance(v, (int, float))
     if isinstance(v, bool) or not ok_type or (kind is float and not math.isfinite(v)):
-        hint = (" (text, not a number: YAML reads 3e-3 as text, write 3.0e-3)" if isinstance(v, str) else
+        hint = (YAML_NUMBER_HINT if isinstance(v, str) else
                 " (a whole number is needed)" if kind is int and isinstance(v, float) and math.isfinite(v) else "")
         raise ValueError(f"{name} must be {'an integer' if kind is int else 'a finite number'}, got {v!r}{hint}")
     if v < low or (low_open and v == low) or v > high or (high_open and v == high):

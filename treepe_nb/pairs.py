@@ -35,6 +35,7 @@ MAX_INPUT_NODES = 100_000   # the most nodes one input may expand to (YAML alias
 def read_input(value, # text in `format`; for json also a parsed value, for tokens also a list
                format:str, # one of `FORMATS`
                max_nodes:int=MAX_INPUT_NODES, # the input's budget: a YAML or JSON input that expands to more is an error
+               max_nesting:int=MAX_FOR_NESTING, # a For input's budget of `if`/`for` blocks open at once (`parse_for`)
               ) -> Tree|list:
     "One input as a `Tree`, or as a token list for `tokens`; a `ValueError` says what is wrong with it."
     if format not in FORMATS: raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -47,7 +48,7 @@ def read_input(value, # text in `format`; for json also a parsed value, for toke
     if not isinstance(value, str): raise ValueError(f"{format}: expected text, got {type(value).__name__} {value!r:.60}")
     if format == "sexpr": return Tree.from_sexpr(value)
     if format == "python": return python_tree(value)
-    if format == "for": return parse_for(value)
+    if format == "for": return parse_for(value, max_nesting)
     return Tree.from_yaml(value, max_nodes=max_nodes, max_nesting_work=100 * max_nodes)
 
 # %% ../nbs/08d_pairs.ipynb #fb07dbdd
@@ -257,9 +258,9 @@ def read_lines(file:str, # a file name, or "-" for standard input
     except OSError as e: raise ValueError(f"cannot read {where}: {e.strerror or e}") from None
     return lines
 
-def _side(value, fmt:str, where:str, max_nodes:int):
+def _side(value, fmt:str, where:str, max_nodes:int, max_nesting:int):
     "One side of a pair, read within a budget of 16 times `max_nodes` (larger, but in budget: left out and counted)."
-    try: x = read_input(value, fmt, max_nodes=max(16 * max_nodes, 4096))
+    try: x = read_input(value, fmt, max_nodes=max(16 * max_nodes, 4096), max_nesting=max_nesting)
     except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{where}: {e}") from None
     return x, len(x) > max_nodes
 
@@ -267,6 +268,7 @@ def read_pairs(path:str|Path, # a JSONL file
                source_format:str, target_format:str, # formats of the two sides (`FORMATS`)
                max_example_nodes:int=512, # larger sides are left out (counted in the report)
                source_field:str="source", target_field:str="target", # the keys of the two sides
+               max_nesting:int=MAX_FOR_NESTING, # For sides: the most `if`/`for` blocks open at once (`parse_for`)
               ) -> tuple[list, dict]: # (source, target, "file:line", `content_key`s of both) per pair, and a report
     "The pairs of one file, read strictly: any bad line is a `ValueError` naming the file and the line."
     path = Path(path)
@@ -280,7 +282,7 @@ def read_pairs(path:str|Path, # a JSONL file
         except RecursionError: raise ValueError(f"{where}: JSON nested too deeply to read") from None
         if not isinstance(row, dict) or source_field not in row or target_field not in row:
             raise ValueError(f"{where}: expected an object with {source_field!r} and {target_field!r}, got {line[:60]!r}")
-        (src, big_s), (tgt, big_t) = (_side(row[f], fmt, f"{where}, {f}", max_example_nodes) for f, fmt in
+        (src, big_s), (tgt, big_t) = (_side(row[f], fmt, f"{where}, {f}", max_example_nodes, max_nesting) for f, fmt in
                                       ((source_field, source_format), (target_field, target_format)))
         if big_s or big_t: large += 1; continue
         out.append((src, tgt, where, (content_key(src), content_key(tgt))))
@@ -331,6 +333,7 @@ def pairs_task(seed, sizes, order, data:str="", # the data file (JSON lines with
                min_count:int=1, # tokens and labels seen fewer times in training map to `<unk>`
                max_example_nodes:int=512, # pairs with a larger side are left out
                source_field:str="source", target_field:str="target", # the keys of the two sides
+               max_nesting:int=MAX_FOR_NESTING, # For sides: the most `if`/`for` blocks open at once (`parse_for`)
               ) -> dict:
     "The builder of the `pairs` task (see the text above)."
     fmts = (source_format or format, target_format or format)
@@ -338,7 +341,8 @@ def pairs_task(seed, sizes, order, data:str="", # the data file (JSON lines with
         raise ValueError(f"min_count must be an integer >= 1 (1: no token maps to <unk>), got {min_count!r}")
     for f in fmts:
         if f not in FORMATS: raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {f!r}")
-    rows, reports, dropped, unused = _split(seed, sizes, data, dev, test, fmts, (max_example_nodes, source_field, target_field))
+    rows, reports, dropped, unused = _split(seed, sizes, data, dev, test, fmts, (max_example_nodes, source_field, target_field,
+                                                                            max_nesting))
     if lcrs:
         rows = [[tuple(x.lcrs() if isinstance(x, Tree) else x for x in r[:2]) + r[2:] for r in s] for s in rows]
     label = lambda x: x.labels if isinstance(x, Tree) else x

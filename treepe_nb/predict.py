@@ -19,6 +19,7 @@ from .batching import Collator
 from .runs import Run
 from .config import import_modules
 from .pairs import FORMATS, MAX_INPUT_NODES, parse_for, read_input, read_lines, to_python
+from .for2lam import MAX_FOR_NESTING
 from .coffee import PROGRAM_LANGUAGES, read_program, toolchain_problem
 from .yaml_reader import link_path, read_yaml
 from .tasks import SOURCE_NORMALS
@@ -58,7 +59,7 @@ def _lookup(vocab, labels:Sequence, unknown:str, what:str) -> tuple[np.ndarray, 
                          f"(treepe-predict: --unknown unk)")
     return vocab.encode(keys, unknown="unk"), len(missing)
 
-def _source(run:Run, x, format:str|None, k:int):
+def _source(run:Run, x, format:str|None, k:int, max_nesting:int=MAX_FOR_NESTING):
     "One input as (tree or None, token list) in the form the task's sources have."
     spec = run.spec
     fmt = format or spec.src_format
@@ -68,7 +69,7 @@ def _source(run:Run, x, format:str|None, k:int):
         try: x = read_program(x, fmt, "tokens" if spec.source == "sequence" else "tree")
         except ValueError as e: raise ValueError(f"{k}: {e}") from None
     else:
-        try: x = read_input(x, "tokens" if fmt == "words" else fmt)
+        try: x = read_input(x, "tokens" if fmt == "words" else fmt, max_nesting=max_nesting)
         except (ValueError, TypeError, RecursionError) as e: raise ValueError(f"{k}: {e}") from None
     if spec.source == "sequence":
         if isinstance(x, Tree): raise ValueError(f"{k}: the run reads token sequences, got a tree (format {fmt!r})")
@@ -81,10 +82,10 @@ def _source(run:Run, x, format:str|None, k:int):
         except (ValueError, TypeError) as e: raise ValueError(f"{k}: {e}") from None
     return (x.lcrs() if spec.src_binary else x), None
 
-def _encoded(run:Run, x, format:str|None, unknown:str, what:str):
+def _encoded(run:Run, x, format:str|None, unknown:str, what:str, max_nesting:int=MAX_FOR_NESTING):
     "One input as the model reads it: (its tree or None, its source ids, its unknown tokens), checked against the run's limits."
     spec = run.spec
-    t, toks = _source(run, x, format, what)
+    t, toks = _source(run, x, format, what, max_nesting)
     if t is None: return None, *_lookup(run.src_vocab, toks, unknown, what)
     if int(t.depth.max()) > spec.max_depth:
         raise ValueError(f"{what} has depth {int(t.depth.max())}, deeper than the run's max_depth={spec.max_depth}")
@@ -134,6 +135,7 @@ def predict(run:Run, # from `load_run`
             names:Sequence[str]|None=None, # what errors call each input (default "input 0", "input 1", ...)
             errors:str="raise", # an input that cannot be read: "raise", or "skip" (its `Prediction` holds the error)
             nbest:int=1, # hypotheses kept per input (at most `beam`), in `Prediction.nbest`
+            max_nesting:int=MAX_FOR_NESTING, # For inputs: the most `if`/`for` blocks open at once (`parse_for`)
            ) -> list[Prediction]:
     "Decode every input with the run's model."
     spec = run.spec
@@ -166,7 +168,7 @@ def predict(run:Run, # from `load_run`
     for start in range(0, len(inputs), batch_size):
         chunk, trees, rows, failed, missing = range(start, min(start + batch_size, len(inputs))), [], [], {}, {}
         for k in chunk:
-            try: t, row, missing[k] = _encoded(run, inputs[k], format, unknown, names[k])
+            try: t, row, missing[k] = _encoded(run, inputs[k], format, unknown, names[k], max_nesting)
             except ValueError as e:
                 if errors == "raise": raise
                 failed[k] = str(e)
@@ -208,9 +210,10 @@ def input_blocks(lines:Sequence[str], # the lines of a file (`read_lines`)
 def read_for_at(text:str, # one For program, as written in a file
                 first_line:int=1, # the line of the file that `text` starts at
                 where:str="the program", # what an error names first: the file
+                max_nesting:int=MAX_FOR_NESTING, # the most `if`/`for` blocks open at once (`parse_for`)
                ) -> Tree:
     "`parse_for` of a program that starts at line `first_line` of a file; an error reads `WHERE, line L, column C: ...` with the file's own line."
-    try: return parse_for(text)
+    try: return parse_for(text, max_nesting)
     except ValueError as e: msg = _AT.sub(lambda m: f"line {int(m[1]) + first_line - 1}, column {m[2]}", str(e))
     lines = text.rstrip().split("\n")
     last = first_line + len(lines) - 1
@@ -244,7 +247,7 @@ def _input_rows(args, fmt:str|None, where:str) -> list[dict]:
             row = dict(fields={"line": a, "last_line": b}, shown=text, x=text, bad=None,
                        name=f"{where}, line {a}" if a == b else f"{where}, lines {a}-{b}")
             if fmt == "for":
-                try: row["x"] = read_for_at(text, a, where)               # its errors: the file's own line and column
+                try: row["x"] = read_for_at(text, a, where, args.max_nesting)     # errors: the file's own line, column
                 except ValueError as e:
                     run_on = not args.whole_file and b > a and "expected ';' or the end of the program" in str(e)
                     row["bad"] = str(e) + (" (programs are separated by a blank line)" if run_on else "")
@@ -287,6 +290,8 @@ def predict_cli(argv:Sequence[str]|None=None):
                    "hypotheses of each input, with their scores, in an nbest field (default: 1); for a yaml-keys or "
                    "k8s-keys run: the K best keys of each ? key (default: 5)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    p.add_argument("--max-nesting", type=int_at_least(1), default=MAX_FOR_NESTING, metavar="N", help="For programs: the "
+                   f"most if/for blocks open at once (default: {MAX_FOR_NESTING}); a deeper program is refused")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="a module of yours to import first (repeatable); a run that needs one says which: a run folder "
                    "imports nothing by itself")
@@ -304,7 +309,7 @@ def predict_cli(argv:Sequence[str]|None=None):
         if errors == "raise" and (bad := next((r["bad"] for r in rows if r["bad"]), None)): raise ValueError(bad)
         todo = [r for r in rows if not r.get("blank") and not r["bad"]]
         preds = iter(predict(run, [r["x"] for r in todo], args.format, args.unknown, args.beam, names=[r["name"] for r in todo],
-                             errors=errors, nbest=args.nbest or 1))
+                             errors=errors, nbest=args.nbest or 1, max_nesting=args.max_nesting))
     except (ValueError, FileNotFoundError, TypeError) as e:
         command_error("treepe-predict", e)
     except (MemoryError, RuntimeError) as e: _out_of_memory(e, args.run)   # one line; others keep their traceback

@@ -15,6 +15,8 @@ import numpy as np
 from torch.utils.data import DataLoader
 from fastcore.basics import patch
 from .trees import Tree, check_order, content_key
+from .attention import check_registry_name
+from .model_config import YAML_NUMBER_HINT
 from .yaml_reader import NodeKind
 from .tracking import ArityVocab, child_patterns
 from .generators import (MAX_NODES, OPS_BASE, SEQ_TARGETS, TREE_OPS, c3_step, expected_tree_nodes,
@@ -55,8 +57,7 @@ def register_task(name:str, # the task's name; a prefix `seq-` or `tree-` gives 
     A relative path in one of its `files` settings is resolved from the working folder when its `TaskConfig` is made,
     so a run's `config.yaml` finds the data again from any folder (`treepe-eval`, `--resume`). A config with no sizes
     gives the builder `None` when `all_data` (a task that reads files: all of them), else `DEFAULT_SIZES`."""
-    if not isinstance(name, str) or not name.strip():
-        raise TypeError(f"a task's name must be a non-empty string, got {name!r}")
+    check_registry_name(name, "a task")
     if not callable(builder): raise TypeError(f"the builder of {name!r} must be callable, got {builder!r}")
     try: inspect.signature(builder).bind(0, (1, 1, 1), "dfs")
     except (TypeError, ValueError) as e:
@@ -200,7 +201,7 @@ def _check_setting(task:str, key:str, value, default):
     elif isinstance(default, int): _int(value, what, low=-2**63)
     elif isinstance(default, float):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{what} must be a number, got {value!r}")
+            raise TypeError(f"{what} must be a number, got {value!r}" + (YAML_NUMBER_HINT if isinstance(value, str) else ""))
         if not math.isfinite(value): raise ValueError(f"{what} must be finite, got {value!r}")
     elif isinstance(default, str) and not isinstance(value, str):
         raise TypeError(f"{what} must be a string, got {value!r}")
