@@ -371,3 +371,25 @@ def test_a_mask_prob_read_as_text_gets_the_yaml_hint():
     from treepe_nb.tasks import make_task
     with pytest.raises(TypeError, match=r"got .1e-300. \(text, not a number: YAML reads 3e-3 as text, write 3.0e-3\)"):
         make_task("yaml-keys", sizes=(4, 2, 2), options={"mask_prob": "1e-300"})
+
+
+def test_data_that_is_a_pipe_or_a_device_is_named_as_such(tmp_path):
+    "Item 7: `--data` on a FIFO or /dev/zero said 'no file or folder'; the pairs task's data= likewise."
+    from treepe_nb.cli import _manifest_files
+    from treepe_nb.tasks import make_task
+    os.mkfifo(tmp_path / "fifo")
+    for path in (tmp_path / "fifo", Path("/dev/zero")):
+        with pytest.raises(ValueError, match="is not a regular file \\(a pipe, a device or a socket\\): --data reads YAML"):
+            _manifest_files([path])
+        with pytest.raises(ValueError, match="is not a regular file \\(a pipe, a device or a socket\\): data files are JSON"):
+            make_task("pairs", sizes=None, options={"data": str(path)})
+    with pytest.raises(ValueError, match="no file or folder at"): _manifest_files([tmp_path / "missing"])
+
+
+def test_an_unmakeable_results_folder_is_refused_before_training(tmp_path):
+    "Item 7: `--results /dev/null/x` trained a cell for 9 s before failing; now the command stops at once (exit 2)."
+    done = subprocess.run([sys.executable, "-c", "from treepe_nb.experiments import experiments_cli as c; c()", "run",
+                           "sq-cs2js", "--results", "/dev/null/x", "--work", str(tmp_path / "w")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--results /dev/null/x: cannot make this folder" in done.stderr, done.stderr
+    assert not (tmp_path / "w").exists() or not any((tmp_path / "w").iterdir())

@@ -233,3 +233,24 @@ def test_eval_data_errors(k8s, f2l, tmp_path):
     r = subprocess.run([*EVAL, str(k8s), "--checkpoint", "last", "--data", str(tmp_path / "nothing.yaml")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "treepe-eval: error: no file or folder" in r.stderr and "nothing.yaml" in r.stderr
+
+
+def test_old_mac_line_breaks_keep_the_files_own_line_numbers(f2l, tmp_path):
+    "Round 5, item 7: a file with CR-only line breaks read as one line, so errors named line 1."
+    (tmp_path / "progs.for").write_bytes(b"x = 1\r\rx = 1; for y = 0; y < 3; z = y + 1 do x = x endfor\r")
+    r = subprocess.run([*PREDICT, str(f2l), str(tmp_path / "progs.for"), "--format", "for"], capture_output=True, text=True)
+    assert r.returncode == 2 and "progs.for, line 3, column 26: a for loop updates its own variable 'y'" in r.stderr, r.stderr
+
+
+def test_skip_errors_skips_only_the_input_that_is_not_utf8(f2l, tmp_path):
+    "Round 5, item 7: with --skip-errors one invalid UTF-8 line refused the whole file; now only its input fails."
+    (tmp_path / "mixed.for").write_bytes(b"x = 1\n\ny = 2;\nx = \xff\n\nx = 3\n")
+    r = subprocess.run([*PREDICT, str(f2l), str(tmp_path / "mixed.for"), "--format", "for", "--skip-errors", "--jsonl"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(l) for l in r.stdout.splitlines()]
+    assert [(x["line"], x["last_line"], x["output"] is None) for x in rows] == [(1, 1, False), (3, 4, True), (6, 6, False)]
+    assert "mixed.for, line 4: not UTF-8 (byte 4: b'\\xff')" in rows[1]["error"], rows[1]
+    strict = subprocess.run([*PREDICT, str(f2l), str(tmp_path / "mixed.for"), "--format", "for"], capture_output=True,
+                            text=True)
+    assert strict.returncode == 2 and "mixed.for, line 4: not UTF-8" in strict.stderr, strict.stderr

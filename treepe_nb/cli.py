@@ -193,6 +193,8 @@ def _manifest_files(data:Sequence) -> list[Path]:
             if not found: raise ValueError(f"{d}: a folder with no .yaml or .yml file")
             files += found
         elif d.is_file(): files.append(d)
+        elif d.exists(): raise ValueError(f"{d} is not a regular file (a pipe, a device or a socket): --data reads YAML "
+                                          f"files and folders")
         else: raise ValueError(f"no file or folder at {d}")
     return files
 

@@ -493,6 +493,9 @@ def experiments_cli(argv:Sequence[str]|None=None):
             for f in tqdm(sorted((results / g).glob("*.json")), desc=g, disable=not sys.stderr.isatty()):
                 if added := trace_record(f): print(f"{f}: added {', '.join(added)}")
         return
+    for option, folder in (("--results", results), ("--work", Path(args.work))):     # before any cell trains
+        try: folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e: p.error(f"{option} {folder}: cannot make this folder ({e.strerror or e})")
     try: run_grid(args.grids, results, args.work, args.jobs, args.threads, args.seeds, only=args.only, **settings)
     except KeyboardInterrupt as e:                      # Ctrl-C or SIGTERM: resumable (status 130, as treepe-train)
         for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)

@@ -235,26 +235,43 @@ def to_python(tree:Tree # a `python_tree` (or `Tree.from_python_ast`) tree, not 
 
 # %% ../nbs/08d_pairs.ipynb #19fa4c32
 LINE_LIMIT = 1 << 20   # bytes: the longest input line `read_lines` accepts
+_BREAK = re.compile(rb"\r\n|\r|\n")   # a line break: Windows, old Mac or Unix (universal newlines)
+
+def _raw_lines(f, limit:int, where:str):
+    "(number, bytes) of each line of a binary stream, split at `\\r\\n`, `\\r` or `\\n`; a line over `limit` bytes is refused."
+    pending, n, done = b"", 0, False
+    while not done:
+        chunk = f.read(1 << 16)
+        done, pending, start = not chunk, pending + chunk, 0
+        for m in _BREAK.finditer(pending):
+            if m.group() == b"\r" and m.end() == len(pending) and not done: break   # perhaps the first half of \r\n
+            n += 1
+            if m.start() - start > limit: raise ValueError(f"{where}, line {n}: longer than {limit} bytes")
+            yield n, pending[start:m.start()]
+            start = m.end()
+        pending = pending[start:]
+        if len(pending) > limit: raise ValueError(f"{where}, line {n + 1}: longer than {limit} bytes")
+    if pending: yield n + 1, pending
 
 def read_lines(file:str, # a file name, or "-" for standard input
                limit:int=LINE_LIMIT, # the most bytes of one line
-              ) -> list[str]: # the lines, split at "\n" only (JSON strings may hold U+2028), without a byte-order mark
-    "The lines of a UTF-8 text file; a `ValueError` naming the file (and the line) for a folder, bad UTF-8 or a line over `limit` bytes."
+               bad:dict|None=None, # None: a line that is not UTF-8 is an error; a dict: its error goes here (U+FFFD read)
+              ) -> list[str]: # the lines, split at line breaks only (JSON strings may hold U+2028), no byte-order mark
+    """The lines of a UTF-8 text file, split at `\\n`, `\\r\\n` or a lone `\\r`; a `ValueError` naming the file (and the
+    line) for a folder, a line over `limit` bytes, or bad UTF-8 (unless `bad` collects it: line number -> message)."""
     where = "standard input" if file == "-" else file
     try:
         if file != "-" and Path(file).is_dir(): raise ValueError(f"{file} is a folder, not a file of inputs")
         f = sys.stdin.buffer if file == "-" else open(file, "rb")
         with contextlib.nullcontext(f) if file == "-" else f:
-            lines, n = [], 0
-            while True:
-                line = f.readline(limit + 2)
-                if not line: break
-                n += 1
-                if len(line.rstrip(b"\r\n")) > limit:
-                    raise ValueError(f"{where}, line {n}: longer than {limit} bytes")
-                try: lines.append(line.decode("utf-8-sig" if n == 1 else "utf-8").rstrip("\r\n"))
+            lines = []
+            for n, line in _raw_lines(f, limit, where):
+                try: lines.append(line.decode("utf-8-sig" if n == 1 else "utf-8"))
                 except UnicodeDecodeError as e:
-                    raise ValueError(f"{where}, line {n}: not UTF-8 (byte {e.start}: {line[e.start:e.start + 1]!r})") from None
+                    problem = f"{where}, line {n}: not UTF-8 (byte {e.start}: {line[e.start:e.start + 1]!r})"
+                    if bad is None: raise ValueError(problem) from None
+                    bad[n] = problem
+                    lines.append(line.decode("utf-8", "replace"))      # kept in place: a blank would split a block
     except OSError as e: raise ValueError(f"cannot read {where}: {e.strerror or e}") from None
     return lines
 
@@ -272,7 +289,9 @@ def read_pairs(path:str|Path, # a JSONL file
               ) -> tuple[list, dict]: # (source, target, "file:line", `content_key`s of both) per pair, and a report
     "The pairs of one file, read strictly: any bad line is a `ValueError` naming the file and the line."
     path = Path(path)
-    if not path.is_file(): raise ValueError(f"no data file {path}" + (" (a folder)" if path.is_dir() else ""))
+    if path.is_dir() or not path.exists(): raise ValueError(f"no data file {path}" + (" (a folder)" if path.exists() else ""))
+    if not path.is_file(): raise ValueError(f"{path} is not a regular file (a pipe, a device or a socket): data files are "
+                                            f"JSON lines")
     out, large, blank = [], 0, 0
     for n, line in enumerate(read_lines(str(path)), 1):
         where = f"{path}, line {n}"

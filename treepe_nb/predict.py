@@ -241,21 +241,23 @@ def _out_of_memory(e:BaseException, # caught while loading a run or decoding
 def _input_rows(args, fmt:str|None, where:str) -> list[dict]:
     """`treepe-predict`'s inputs, each with its line(s), its text and what is wrong with it: blocks of lines for For,
     CoffeeScript and JavaScript programs (and `--whole-file`), else one per line (a blank line: a blank output)."""
-    rows = []
+    rows, bad = [], {}                                          # bad: line -> not UTF-8 (an error of its input only)
+    lines = read_lines(args.file, bad=bad if args.skip_errors else None)
     if args.whole_file or fmt in ("for", *PROGRAM_LANGUAGES) and not args.field:   # inputs over several lines
-        for a, b, text in input_blocks(read_lines(args.file), args.whole_file):
+        for a, b, text in input_blocks(lines, args.whole_file):
             row = dict(fields={"line": a, "last_line": b}, shown=text, x=text, bad=None,
                        name=f"{where}, line {a}" if a == b else f"{where}, lines {a}-{b}")
-            if fmt == "for":
+            if undecoded := [bad[n] for n in range(a, b + 1) if n in bad]: row["bad"] = undecoded[0]
+            elif fmt == "for":
                 try: row["x"] = read_for_at(text, a, where, args.max_nesting)     # errors: the file's own line, column
                 except ValueError as e:
                     run_on = not args.whole_file and b > a and "expected ';' or the end of the program" in str(e)
                     row["bad"] = str(e) + (" (programs are separated by a blank line)" if run_on else "")
             rows.append(row)
         return rows
-    for n, line in enumerate(read_lines(args.file), 1):
-        row = dict(fields={"line": n}, shown=line, x=line, bad=None, name=f"{where}, line {n}", blank=not line.strip())
-        if args.field and not row["blank"]:
+    for n, line in enumerate(lines, 1):
+        row = dict(fields={"line": n}, shown=line, x=line, bad=bad.get(n), name=f"{where}, line {n}", blank=not line.strip())
+        if args.field and not row["blank"] and not row["bad"]:
             try: row["x"] = row["shown"] = json.loads(line)[args.field]
             except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
                 row["bad"], row["shown"] = f"{row['name']}: not a JSON object with the field {args.field!r}", line
