@@ -415,6 +415,37 @@ def check_library(library:Path, # a build's library (`kernel_build_dir() / (its 
     for name in [*damaged, _RECORD]: (library.parent / name).unlink(missing_ok=True)
     return False
 
+# %% ../nbs/01d_kernels.ipynb #d0793e76
+_MISSING = "treepe.missing"   # in a build folder: the compiler and ninja a process found missing, so the next ones stay quiet
+
+def _toolchain() -> tuple[str, str]: # (the compiler and ninja found, where; why a build cannot run: "" where it can)
+    """The C++ compiler PyTorch's build would call (`CXX`, else `c++`) and ninja (pip's, if none is on PATH), with
+    where each was found, and what is missing. Checked before PyTorch is called, which would otherwise print its banner
+    about an incompatible compiler where there is none."""
+    from torch.utils import cpp_extension
+    cxx = cpp_extension.get_cxx_compiler() if hasattr(cpp_extension, "get_cxx_compiler") else os.environ.get("CXX", "c++")
+    if shutil.which("ninja") is None:                          # pip's ninja, in an environment not on PATH (a kernel)
+        try:
+            import ninja
+            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+        except ImportError: pass
+    compiler, ninja_at = shutil.which((cxx.split() or [""])[0]), shutil.which("ninja")
+    missing = (f"no C++ compiler: {cxx!r} is not on PATH (install g++ or clang, or set CXX to one)" if compiler is None
+               else "no ninja (`pip install ninja`)" if ninja_at is None else "")
+    return f"compiler {cxx!r} at {compiler}, ninja at {ninja_at}", missing
+
+
+# %% ../nbs/01d_kernels.ipynb #0b0948e6
+def _read(path:Path) -> str:
+    "The text of `path`, or \"\" where it cannot be read."
+    try: return path.read_text()
+    except OSError: return ""
+
+def _write(path:Path, text:str) -> bool: # whether it was written (a read-only cache folder: not)
+    "Write `text` to `path`, creating its folder; never raises."
+    try: path.parent.mkdir(parents=True, exist_ok=True); path.write_text(text); return True
+    except OSError: return False
+
 # %% ../nbs/01d_kernels.ipynb #b8457b78
 _KERNELS = {}
 
@@ -428,11 +459,12 @@ def cpu_kernels():
 
 def _build_cpu_kernels():
     from torch.utils import cpp_extension
+    folder, (tools, missing) = kernel_build_dir(), _toolchain()
+    if missing and _read(folder / _MISSING) == tools: return None  # this environment has said so once already
     try:
-        if shutil.which("ninja") is None:                          # pip's ninja, in an environment not on PATH (a kernel)
-            import ninja
-            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
-        with build_lock(kernel_build_dir()) as folder:
+        if missing: raise RuntimeError(missing)
+        with build_lock(folder) as folder:
+            (folder / _MISSING).unlink(missing_ok=True)
             library = folder / f"{folder.name}.so"
             check_library(library)                                 # a damaged library or object: removed, built again
             before = library.stat().st_mtime_ns if library.exists() else None
@@ -448,7 +480,9 @@ def _build_cpu_kernels():
             return module
     except Exception as e:                                        # no compiler, no ninja, a failed build, ImportError, a wait too long
         first = (str(e).strip().splitlines() or [""])[0][:300]
+        once = missing and _write(folder / _MISSING, tools)
         warnings.warn(f"treepe_nb: the CPU kernels of the position maps could not be built ({type(e).__name__}: {first}); "
-                      f"rotations use batched products instead (slower on the CPU: chapter 11 measures both). The kernels need a C++ "
-                      f"compiler and ninja (`pip install ninja`); TREEPE_CPU_KERNELS=0 goes without them, and without this warning.")
+                      f"rotations use batched products instead (slower on the CPU: chapter 11 measures both). "
+                      + ("This environment says so once: later runs go without them quietly until the compiler or ninja changes. " if once else "")
+                      + "Set TREEPE_CPU_KERNELS=0 to go without the kernels and this warning.")
         return None
