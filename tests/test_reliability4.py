@@ -127,8 +127,9 @@ def test_a_killed_grid_runner_leaves_no_worker(tmp_path):
         return found
     runner = subprocess.Popen([sys.executable, "-c", "from treepe_nb.experiments import experiments_cli; experiments_cli()",
                                "run", "table2a", "--only", "seq-copy-dfs-sinusoidal-s0", "--jobs", "1", "--results",
-                               str(tmp_path / "results"), "--work", str(tmp_path / "work"), "--set", "steps=100000",
-                               "--set", "eval_every=0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               str(tmp_path / "results"), "--dirty", "a test of the runner", "--work",
+                               str(tmp_path / "work"), "--set", "steps=100000", "--set", "eval_every=0"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers = []
     try:
         start = time.monotonic()

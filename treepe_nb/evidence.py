@@ -11,15 +11,26 @@ import numpy as np
 from scipy import stats
 
 # %% auto #0
-__all__ = ['VERDICTS', 'code_version', 'results_dir', 'bootstrap_statistic', 'bootstrap_mean', 'seed_interval', 'resolve',
-           'paired_evidence', 'paired_power', 'seeds_for_power', 'spearman', 'rank_agreement', 'pooled_agreement',
-           'verdict_row', 'write_verdicts', 'verdicts_table']
+__all__ = ['VERDICTS', 'clean_code', 'code_version', 'results_dir', 'bootstrap_statistic', 'bootstrap_mean', 'seed_interval',
+           'resolve', 'paired_evidence', 'paired_power', 'seeds_for_power', 'spearman', 'rank_agreement',
+           'pooled_agreement', 'verdict_row', 'write_verdicts', 'verdicts_table']
 
 # %% ../nbs/09e_evidence.ipynb #14ce7d34
 def _git(root:Path, *args) -> str|None:
     try: r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired): return None
     return r.stdout.strip() if r.returncode == 0 else None
+
+def clean_code(dirty:str|None=None, # why a record may come from uncommitted code (stored with it); None: it may not
+              ) -> dict: # `code_version()`, with `dirty_reason` when the tree is dirty
+    """The code a stored record names: `code_version()`, or a `ValueError` when the package's tracked files have
+    uncommitted changes and no `dirty` reason is given (a record must name code that someone can check out)."""
+    code = code_version()
+    if not code["dirty"]: return code
+    if not (isinstance(dirty, str) and dirty.strip()):
+        raise ValueError("the package (treepe_nb/) has uncommitted changes, so a record could not name the code it ran: "
+                         "commit them first, or say why with dirty=REASON (treepe-experiments --dirty REASON)")
+    return {**code, "dirty_reason": dirty}
 
 def code_version() -> dict: # commit (None outside a git clone), dirty, version
     "The code that runs now: the git commit of the package's checkout, whether its tracked files differ, the version."

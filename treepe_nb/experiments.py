@@ -22,7 +22,7 @@ from .runs import Run, RunFolder, read_metrics
 from .model import ModelConfig
 from .tasks import TaskConfig, content_key, make_task
 from .model import exact_match
-from .evidence import (code_version, results_dir, bootstrap_statistic, bootstrap_mean, spearman, paired_evidence,
+from .evidence import (clean_code, code_version, results_dir, bootstrap_statistic, bootstrap_mean, spearman, paired_evidence,
                                  rank_agreement, pooled_agreement, verdict_row, write_verdicts, verdicts_table)
 from .yaml_keys import yaml_analysis, k8s_probe         # chapter 9f's analyses: run_cell stores them in yaml-keys records
 from .yaml_note import nesting_probe, note_analysis     # chapter 9g's: in k8s-keys records
@@ -251,9 +251,10 @@ def record_data(task) -> dict: # sizes, duplicates_removed, test_targets_in_trai
 
 def run_cell(cfg:TrainConfig, # the cell
              result:str|Path, # the JSON file to write
+             code:dict|None=None, # the code the record names (default `code_version()`; `run_grid`: `clean_code`)
             ) -> dict: # what was written
     "Train one cell, score its dev-best checkpoint on the test split, and store a small JSON record of the run."
-    t0, code = time.perf_counter(), code_version()            # the code as the cell starts
+    t0, code = time.perf_counter(), code or code_version()    # the code as the cell starts
     stopped = RunFolder(cfg.out).peek(RunFolder.LAST)          # an attempt that was cut off continues exactly
     resume, resumed_from = stopped is not None, stopped and stopped["step"]
     summary = train(cfg, progress=False, resume=resume, overwrite=not resume)
@@ -356,12 +357,12 @@ def _watch_runner(runner:int):
     while _worker["in_cell"] and time.monotonic() < deadline: time.sleep(0.2)
     os._exit(1)
 
-def _run_one(cfg, result):
+def _run_one(cfg, result, dirty):
     "One cell in a worker; none once the grid is stopping, or when the runner is gone (an orphan starts no cell)."
     _worker["in_cell"] = True                           # first: a signal from here on stops this cell
     try:
         if _worker["stop"] or _worker["event"].is_set() or os.getppid() != _worker["runner"]: raise Interrupted(None)
-        return run_cell(cfg, result)
+        return run_cell(cfg, result, clean_code(dirty))     # the code as this cell starts: committed, or said why
     except KeyboardInterrupt: _worker["stop"] = True; raise
     finally: _worker["in_cell"] = False
 
@@ -392,6 +393,7 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
              seeds:Sequence[int]=(0,), # one cell per seed
              progress:bool=True, # a progress bar over the cells
              only:str|None=None, # a regular expression: only the cells whose name it matches (`re.search`)
+             dirty:str|None=None, # why records may come from uncommitted code (see `clean_code`); None: refuse
              **settings, # for every cell (see `grid_configs`)
             ) -> list[Path]: # the records written now
     """Run every cell of the grids that has no stored record yet (and whose name `only` matches), `jobs` at a time.
@@ -403,6 +405,7 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
             for label, cfg in grid_configs(name, seeds, work, threads=threads, **settings).items()
             if only is None or re.search(only, label)]
     todo = [(c, r) for c, r in todo if not r.exists()]
+    if todo: clean_code(dirty)                          # before any cell trains: records name committed code
     done, failed, before = [], {}, set(active_children())
     main = threading.current_thread() is threading.main_thread()
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
@@ -411,7 +414,7 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
         if main: signal.signal(signal.SIGTERM, _runner_signal)
         pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_start_worker,
                                    initargs=(threads, os.getpid(), event))
-        futures = {pool.submit(_run_one, c, r): r for c, r in todo}
+        futures = {pool.submit(_run_one, c, r, dirty): r for c, r in todo}
         for f in tqdm(as_completed(futures), total=len(futures), desc="cells", disable=not progress):
             try: f.result()
             except Exception as e: failed[futures[f]] = e                  # (an interruption is no Exception)
@@ -465,6 +468,8 @@ def experiments_cli(argv:Sequence[str]|None=None):
                    help="a setting of every cell (YAML value): a TrainConfig field or a model./task. field, "
                         "e.g. --set steps=50000 --set d_model=512 --set model.decay=0.98 --set task.preset=paper")
     p.add_argument("--compile", action="store_true", help="compile each cell's training step (torch.compile; TrainConfig.compile)")
+    p.add_argument("--dirty", default=None, metavar="REASON", help="store records although treepe_nb/ has uncommitted "
+                   "changes, saying why (default: refuse)")
     args = p.parse_args(argv)
     settings = {"compile": True} if args.compile else {}
     for kv in args.set:
@@ -496,7 +501,10 @@ def experiments_cli(argv:Sequence[str]|None=None):
     for option, folder in (("--results", results), ("--work", Path(args.work))):     # before any cell trains
         try: folder.mkdir(parents=True, exist_ok=True)
         except OSError as e: p.error(f"{option} {folder}: cannot make this folder ({e.strerror or e})")
-    try: run_grid(args.grids, results, args.work, args.jobs, args.threads, args.seeds, only=args.only, **settings)
+    try: clean_code(args.dirty)                                                     # records name committed code
+    except ValueError as e: p.error(str(e))
+    try: run_grid(args.grids, results, args.work, args.jobs, args.threads, args.seeds, only=args.only, dirty=args.dirty,
+                  **settings)
     except KeyboardInterrupt as e:                      # Ctrl-C or SIGTERM: resumable (status 130, as treepe-train)
         for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)
         print(f"treepe-experiments: {str(e) or 'interrupted'}", file=sys.stderr); sys.exit(130)
