@@ -15,9 +15,9 @@ statuses = ["1 - Planning", "2 - Pre-Alpha", "3 - Alpha", "4 - Beta", "5 - Produ
 lic_name, lic_classifier = licenses[cfg["license"]]
 min_python = cfg["min_python"]
 requirements = cfg.get("requirements", "").split()
-dev_requirements = cfg.get("dev_requirements", "").split()
-code_requirements = cfg.get("code_requirements", "").split()   # extra `code`: tree-sitter and its grammars
-hf_requirements = cfg.get("hf_requirements", "").split()       # extra `hf`: transformers and tokenizers
+# every `NAME_requirements` line is the extra NAME (plots, stats, code, hf, ...); `dev` also installs all the others
+extras = {key[:-len("_requirements")]: cfg[key].split() for key in cfg if key.endswith("_requirements")}
+extras["dev"] = extras.get("dev", []) + [r for name, reqs in extras.items() if name != "dev" for r in reqs]
 readme = here / "README.md"
 
 setuptools.setup(
@@ -46,8 +46,7 @@ setuptools.setup(
     include_package_data=False,
     python_requires=f">={min_python}",
     install_requires=requirements,
-    extras_require={"code": code_requirements, "hf": hf_requirements,
-                    "dev": dev_requirements + code_requirements + hf_requirements},
+    extras_require=extras,
     zip_safe=False,
     entry_points={"nbdev": [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"],
                   "console_scripts": cfg.get("console_scripts", "").split()},

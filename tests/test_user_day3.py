@@ -23,3 +23,94 @@ def test_no_compiler_warns_once_in_ten_runs(tmp_path):
     assert "no C++ compiler" in said[0] and "TREEPE_CPU_KERNELS=0" in said[0]
     assert not any("compiler" in r.stderr.lower() and "not compatible" in r.stderr.lower() for r in runs)  # torch's banner
     assert "could not be built" in _python(code, {**env, "CXX": str(tmp_path / "other-c++")}).stderr  # another compiler: tried again
+
+
+NOTEBOOK_STACK = ("matplotlib", "scipy", "ipywidgets", "IPython")   # what the library alone does not install
+BLOCK = f"import sys\nfor m in {NOTEBOOK_STACK!r}: sys.modules[m] = None   # as if not installed\n"
+
+
+def _settings():
+    from configparser import ConfigParser
+    cfg = ConfigParser(delimiters=["="]); cfg.read(ROOT / "settings.ini")
+    return cfg["DEFAULT"]
+
+
+def test_the_library_alone_needs_no_notebook_stack():
+    "`pip install .` installs neither matplotlib, scipy nor the widgets; the extras and `dev` do."
+    s = _settings()
+    names = lambda key: {r.split(">")[0].split("=")[0].split("<")[0].lower() for r in s[key].split()}
+    assert not names("requirements") & {m.lower() for m in NOTEBOOK_STACK}, s["requirements"]
+    assert names("requirements") <= {"torch", "numpy", "pyyaml", "fastcore", "conllu", "tqdm", "ninja"}
+    assert (names("plots_requirements"), names("stats_requirements")) == ({"matplotlib"}, {"scipy"})
+    assert "ipywidgets" in names("dev_requirements")
+
+
+def test_import_and_every_command_without_the_notebook_stack():
+    "`import treepe_nb` and each console command's `--help` work where matplotlib, scipy, ipywidgets and IPython are missing."
+    scripts = dict(e.split("=") for e in _settings()["console_scripts"].split())
+    r = _python(BLOCK + "import treepe_nb, treepe_nb.tasks\nfrom treepe_nb import TreeAPE, Tree, batch_positions")
+    assert r.returncode == 0, r.stderr
+    for name, target in scripts.items():
+        module, func = target.split(":")
+        r = _python(BLOCK + f"sys.argv = [{name!r}, '--help']\nfrom {module} import {func}\n{func}()")
+        assert r.returncode == 0 and "usage:" in r.stdout, (name, r.stderr[-2000:])
+
+
+def test_a_plot_without_matplotlib_names_the_extra(tmp_path):
+    "Where matplotlib is missing, a plot says which package and which extra install it (not a bare ImportError)."
+    code = BLOCK + ("from treepe_nb import Tree\n"
+                    "try: Tree.from_sexpr('(a b)').draw()\nexcept ModuleNotFoundError as e: print(e)\n"
+                    "from treepe_nb.evidence import seed_interval\n"
+                    "try: seed_interval([0.1, 0.2, 0.3])\nexcept ModuleNotFoundError as e: print(e)\n")
+    out = _python(code).stdout.splitlines()
+    assert out[0].startswith("Tree.draw needs matplotlib, which the library alone does not install") and '".[plots]"' in out[0], out
+    assert out[1].startswith("seed_interval needs scipy") and '".[stats]"' in out[1], out
+
+
+def test_the_time_to_go_leaves_the_evaluations_out_of_the_pace(tmp_path, capsys, monkeypatch):
+    "After an evaluation the time to go was several times too high: the evaluation was folded into the step rate."
+    import re
+    from treepe_nb.model import ModelConfig
+    from treepe_nb.tasks import TaskConfig
+    from treepe_nb.train import TrainConfig, TrainRecipe, train
+    slow, real = 3.0, TrainRecipe.evaluate_dev
+    def evaluate_slowly(self):
+        import time; time.sleep(slow); real(self)
+    monkeypatch.setattr(TrainRecipe, "evaluate_dev", evaluate_slowly)
+    cfg = TrainConfig(TaskConfig("tree-copy", sizes=(32, 4, 4)), ModelConfig(pe="stack", d_model=16, num_heads=2,
+                      enc_layers=1, dec_layers=1), steps=8, eval_every=3, eval_examples=1, out=str(tmp_path / "run"))
+    train(cfg, progress=None, test=False, log_every=1e-9)
+    lines = [l for l in capsys.readouterr().err.splitlines() if re.match(r"step [4-8]/8:", l)]   # after the first evaluation
+    assert lines, "no progress lines"
+    for l in lines:
+        steps_left, step = float(re.search(r"about (\d+) s of steps to go", l)[1]), int(re.match(r"step (\d+)", l)[1])
+        assert steps_left < slow, l                     # 4 steps of a tiny model: well under one evaluation
+        assert f"and {(6 >= step) + 1} evaluation" in l and f"(the last took {slow:.0f} s)" in l, l
+
+
+README_RECORDS = ("default_run.json", "config_example.json")   # what the README's snippets read
+
+
+def test_the_readme_records_ship_with_the_package():
+    "The copies installed with the package equal the records in nbs/results/ (the tools write those)."
+    for name in README_RECORDS:
+        shipped, record = ROOT / "treepe_nb/data/results" / name, ROOT / "nbs/results" / name
+        assert shipped.read_bytes() == record.read_bytes(), f"{shipped} differs from {record}: cp {record} {shipped}"
+
+
+def test_the_readme_snippets_work_from_an_installed_package(tmp_path):
+    "`default_run_summary()` and `config_example_estimate()` failed after `pip install .`: they read the clone's nbs/."
+    import shutil
+    site = tmp_path / "site"                                   # the package as a wheel installs it: no nbs/ beside it
+    shutil.copytree(ROOT / "treepe_nb", site / "treepe_nb", ignore=shutil.ignore_patterns("data", "__pycache__"))
+    shutil.copytree(ROOT / "treepe_nb/data/results", site / "treepe_nb/data/results")
+    env = {"PYTHONPATH": str(site)}
+    code = ("import treepe_nb; print(treepe_nb.__file__)\nfrom treepe_nb.showdoc import default_run_summary, "
+            "config_example_estimate\nprint(default_run_summary()); print(config_example_estimate())")
+    r = _python(code, env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(str(site)) and "`treepe-train` took" in r.stdout and "this run takes about" in r.stdout
+    r = _python("from treepe_nb.showdoc import default_run_summary; default_run_summary('results/nothing.json')", env, cwd=tmp_path)
+    last = r.stderr.strip().splitlines()[-1]
+    assert "results/nothing.json not found here" in last and "among the measurements installed with treepe_nb" in last, last
+    assert "clone" not in last, last                          # no clone's notebooks folder inside site-packages

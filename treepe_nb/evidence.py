@@ -8,7 +8,7 @@ import itertools, json, math, os, subprocess
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
-from scipy import stats
+from .trees import optional_import        # scipy (the `stats` extra) where an interval needs a quantile
 
 # %% auto #0
 __all__ = ['VERDICTS', 'clean_code', 'code_version', 'results_dir', 'bootstrap_statistic', 'bootstrap_mean', 'seed_interval',
@@ -125,6 +125,7 @@ def seed_interval(values:Sequence[float], # one value per seed (e.g. each seed's
     _check_draws(level, 1)
     mean, S = float(v.mean()), len(v)
     if S < 2: return dict(value=mean, low=math.nan, high=math.nan, seeds=S)
+    stats = optional_import("scipy.stats", "stats", "seed_interval")
     half = float(stats.t.ppf((1 + level) / 2, S - 1) * v.std(ddof=1) / math.sqrt(S))
     return dict(value=mean, low=mean - half, high=mean + half, seeds=S)
 
@@ -174,6 +175,7 @@ def paired_power(effect:float, # the true paired difference delta (e.g. +0.035: 
     _check_draws(level, draws)
     d = np.random.default_rng(seed).normal(effect, seed_sd, (draws, seeds))
     m, s = d.mean(1), d.std(1, ddof=1)
+    stats = optional_import("scipy.stats", "stats", "paired_power")
     t_low = m - stats.t.ppf((1 + level) / 2, seeds - 1) * s / math.sqrt(seeds)
     b_low = m - stats.norm.ppf((1 + level) / 2) * np.sqrt(s ** 2 * (seeds - 1) / seeds ** 2 + example_sd ** 2 / (seeds * examples))
     return float(((t_low > 0) & (b_low > 0)).mean())

@@ -137,12 +137,17 @@ class _MarkdownText(str):
     def __repr__(self): return str(self)
 
 def _results_file(path:str) -> Path:
-    "`path` as given where it exists (or is absolute), else under this clone's `nbs/` folder (e.g. from the repository root)."
+    """`path` as given where it exists (or is absolute), else under this clone's `nbs/` folder (e.g. from the repository
+    root), else the copy installed with the package (`treepe_nb/data/results/`: the measurements the README reads)."""
     p = Path(path)
     if p.is_absolute() or p.exists(): return p
-    inside = Path(__file__).resolve().parent.parent / "nbs" / p
-    if inside.exists(): return inside
-    raise FileNotFoundError(f"{path} not found here ({Path.cwd()}) nor in this clone's notebooks folder ({inside.parent})")
+    package = Path(__file__).resolve().parent
+    clone, installed = package.parent / "nbs", package / "data"
+    found = next((q / p for q in (clone, installed) if (q / p).exists()), None)
+    if found is not None: return found
+    places = [f"here ({Path.cwd()})", *([f"in this clone's notebooks folder ({(clone / p).parent})"] if clone.is_dir() else []),
+              f"among the measurements installed with treepe_nb ({(installed / p).parent})"]
+    raise FileNotFoundError(f"{path} not found {', '.join(places[:-1])} nor {places[-1]}")
 
 def runall_table(path:str="results/runall.json", # the table `tools/runall.py` writes (relative: from here, else from `nbs/`)
                 ) -> _MarkdownText:
@@ -163,7 +168,7 @@ def runall_table(path:str="results/runall.json", # the table `tools/runall.py` w
                     f"{load[len(load) // 2]:.1f}), so a quiet laptop of that size is faster. Peak memory is the "
                     "largest resident size of the kernel or of a process it started.")
 
-def default_run_summary(path:str="results/default_run.json", # `tools/time_default_run.py`'s record (relative: from here, else from `nbs/`)
+def default_run_summary(path:str="results/default_run.json", # `tools/time_default_run.py`'s record (relative: from here, `nbs/`, the package)
                        ) -> _MarkdownText:
     "The last timing of the README's default `treepe-train` as a sentence: wall time, what it reached, the machine."
     r = json.loads(_results_file(path).read_text())

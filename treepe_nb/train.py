@@ -25,6 +25,8 @@ from .batching import Batch
 from .config import (RUN_PE, AMP_MODES, BEST_METRICS, RESUMABLE_CHANGES, TrainConfig, check_device,
                               resolve_device, nested_settings, resume_changes, checkpoint_config)
 from fastcore.basics import patch
+from .tracking import ArityVocab
+from .trees import optional_import
 from .runs import (RunFolder, RunLock, append_record, load_checkpoint, read_metrics, rng_state,
                             save_checkpoint, set_rng_state, truncate_records, save_vocab, check_run_folder,
                             write_run_file)
@@ -282,6 +284,14 @@ def _stop_signals(stop:dict):
         stop["timer"].start()
     return {s: signal.signal(s, request) for s in (signal.SIGINT, signal.SIGTERM)}
 
+# %% ../nbs/09a_train.ipynb #e1a16329
+def _target_tokens(vocab) -> str:
+    "The size of a target vocabulary, and for a tree decoder's (`ArityVocab`) why it exceeds the labels."
+    if not isinstance(vocab, ArityVocab): return f"{len(vocab)} target tokens"
+    labels = len({label for label, slots in vocab.symbols if slots is not None})
+    return (f"{len(vocab)} target tokens ({labels} labels, each once per pattern of child slots it was seen with, "
+            f"and {len(vocab.specials)} specials)")
+
 # %% ../nbs/09a_train.ipynb #b217ee38
 def _start_line(task:Task, model:nn.Module, cfg:TrainConfig) -> str:
     "What a run starts with: the task's splits (and what was left out), the vocabularies, the parameters, the encodings."
@@ -290,15 +300,15 @@ def _start_line(task:Task, model:nn.Module, cfg:TrainConfig) -> str:
     left = ", ".join(f"{v} {k}{limits.get(k, '')}" for k, v in dropped.items())
     return (f"{task.name} ({cfg.task.order}): {'/'.join(str(len(s)) for s in task.splits.values())} train/dev/test examples"
             + (f" (left out: {left}; summary.json counts them)" if left else "")
-            + f"; vocabularies {len(task.src_vocab)} -> {len(task.tgt_vocab)}; "
+            + f"; vocabularies {len(task.src_vocab)} source -> {_target_tokens(task.tgt_vocab)}; "
             f"{sum(p.numel() for p in model.parameters()):,} parameters; encodings {'/'.join(cfg.model.encodings)}")
 
 def _tensorboard(out:Path, step:int):
     "A TensorBoard writer into `out/tensorboard` that drops what an interrupted run wrote after `step` (its resume point)."
     try: from torch.utils.tensorboard import SummaryWriter
     except ImportError:
-        raise ValueError("tensorboard=true needs the tensorboard package: pip install tensorboard (or "
-                         "pip install treepe_nb[dev]); the run's metrics.jsonl holds the same curves") from None
+        raise ValueError("tensorboard=true needs the tensorboard package: pip install tensorboard (or, in a "
+                         "clone of treepe_nb, pip install -e \".[dev]\"); the run's metrics.jsonl holds the same curves") from None
     check_run_folder(out / "tensorboard")                # a link would carry the curves outside the run folder
     try:                                                 # a file written here first: the writer's own thread would
         (out / "tensorboard").mkdir(exist_ok=True)       # print a traceback on a folder it cannot write to
@@ -423,6 +433,22 @@ def evaluate_dev(self:TrainRecipe):
                    f"exact match {em}" + (f"; stopping early: {self.early}" if self.early else ""), file=sys.stderr)
     if self.world > 1: dist.barrier()
 
+# %% ../nbs/09a_train.ipynb #69ce5ec9
+def _time_to_go(step:int, steps:int, # this step, and the run's last
+                eval_every:int, # steps between evaluations (0: at the last step only)
+                paced:tuple[int, float], # (step, time) where the pace starts: after this process's first step
+                now:float, # the time now (`time.perf_counter`)
+                evals:tuple[float, float|None], # seconds of the evaluations since `paced`, and of the last one (None: none yet)
+               ) -> str: # ", about N s of steps to go ...", or "" before the pace is known
+    """The time to go of a progress line: the steps left at the pace of the steps since `paced` with the evaluations
+    taken out of it (folded in, one evaluation overstated the time several times over), and the evaluations still due
+    (this step's included), with what the last one took."""
+    if step <= paced[0]: return ""
+    pace = max(now - paced[1] - evals[0], 0.0) / (step - paced[0])
+    due = steps // eval_every - (step - 1) // eval_every + (steps % eval_every != 0) if eval_every else 1
+    return (f", about {pace * (steps - step):.0f} s of steps to go" + (f" and {due} evaluation{'s' * (due != 1)} "
+            f"(the last took {evals[1]:.0f} s)" if evals[1] is not None else ""))
+
 # %% ../nbs/09a_train.ipynb #2dc6c177
 @patch
 def fit(self:TrainRecipe):
@@ -433,7 +459,8 @@ def fit(self:TrainRecipe):
     bar = tqdm(total=cfg.steps, initial=self.step, desc=f"{cfg.task.name} {'/'.join(cfg.model.encodings)}",
                disable=rank != 0 or (not sys.stderr.isatty() if self.progress is None else not self.progress), dynamic_ncols=True)
     epoch, order, paced = None, None, None               # paced: (step, time) after this process's first step, for the
-                                                         # time to go (the first step builds kernels, warms caches)
+    evals = (0.0, None)                                  # time to go (the first step builds kernels, warms caches); evals:
+                                                         # seconds of the evaluations since then, and of the last one
     lines = rank == 0 and bar.disable and self.progress is None and self.log_every > 0   # no bar: a line every log_every s
     self.started = last_line = time.perf_counter()
     self.board = _tensorboard(out, self.step) if cfg.tensorboard and rank == 0 else None
@@ -455,12 +482,12 @@ def fit(self:TrainRecipe):
                 bar.set_postfix(loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:.0f}"); bar.update()
                 if lines and time.perf_counter() - last_line >= self.log_every:
                     last_line = time.perf_counter()
-                    eta = ((last_line - paced[1]) / (step - paced[0]) * (cfg.steps - step) if step > paced[0]
-                           else None)                                  # at the pace of the steps after the first
-                    togo = f", about {eta:.0f} s to go" if eta is not None else ""
+                    togo = _time_to_go(step, cfg.steps, cfg.eval_every, paced, last_line, evals)
                     print(f"step {step}/{cfg.steps}: loss {mean:.3f}, {rate:.0f} tokens/s, "
                           f"{last_line - self.started:.0f} s{togo}", file=sys.stderr, flush=True)
-            if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps: self.evaluate_dev()
+            if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps:
+                t0 = time.perf_counter(); self.evaluate_dev(); took = time.perf_counter() - t0
+                evals = (evals[0] + took, took)
             elif rank == 0 and cfg.checkpoint_every and step % cfg.checkpoint_every == 0: self.save(RunFolder.LAST)
             stopping, finished = self.stop["signal"] is not None, self.early is not None
             if self.world > 1:
@@ -531,7 +558,7 @@ def plot_run(run:str|Path, # a run folder
              label:str|None=None, # legend label (default: the folder's name)
             ):
     "Training loss and dev metrics of a run against the step."
-    import matplotlib.pyplot as plt
+    plt = optional_import("matplotlib.pyplot", "plots", "plot_run")
     steps, evals = read_metrics(run)
     if ax is None: _, ax = plt.subplots(1, 2, figsize=(9, 3))
     label = label or Path(run).name

@@ -16,7 +16,7 @@ _all_ = ["TreePositions", "check_overflow", "collate_positions"]         # still
 
 # %% auto #0
 __all__ = ['ORDERS', 'check_label', 'Tree', 'children_csr', 'expanded_size', 'check_node_count', 'check_order', 'batch_positions',
-           'content_key', 'TreePositions', 'check_overflow', 'collate_positions']
+           'optional_import', 'content_key', 'TreePositions', 'check_overflow', 'collate_positions']
 
 # %% ../nbs/01_trees.ipynb #2243199f
 def _chase(parent:np.ndarray, follow:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -497,6 +497,22 @@ def path(self:Tree, a:int, # start node
     down = [int(self.slot[v]) for v in reversed(up_b[:len(up_b) - common])]
     return len(up_a) - common, down
 
+# %% ../nbs/01_trees.ipynb #474f10d1
+def optional_import(module:str, # the module to import, e.g. "matplotlib.pyplot"
+                    extra:str, # the extra of this package that installs it, e.g. "plots"
+                    what:str, # what needs it, for the message, e.g. "Tree.draw"
+                   ):
+    """Import a dependency that the library alone (`pip install .`) does not install: plots need matplotlib (the
+    `plots` extra), confidence intervals scipy (`stats`). Where it is missing, a `ModuleNotFoundError` names the package,
+    the extra, and the commands that install either."""
+    import importlib
+    top = module.split(".")[0]
+    try: return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name not in (top, module): raise                     # the package is there, something inside it is not
+        raise ModuleNotFoundError(f"{what} needs {top}, which the library alone does not install: pip install {top} "
+                                  f'(or, in a clone of treepe_nb, pip install -e ".[{extra}]")', name=top) from None
+
 # %% ../nbs/01_trees.ipynb #bc4423ae
 @patch
 def draw(self:Tree, ax=None, # matplotlib axes (default: a new figure)
@@ -504,7 +520,7 @@ def draw(self:Tree, ax=None, # matplotlib axes (default: a new figure)
           max_nodes:int=200, # refuse larger trees (a drawing would be unreadable)
          ):
     "Draw a small tree with matplotlib: leaves spread left to right, parents centred over their children."
-    import matplotlib.pyplot as plt
+    plt = optional_import("matplotlib.pyplot", "plots", "Tree.draw")
     if len(self) > max_nodes: raise ValueError(f"the tree has {len(self)} nodes; drawing is for at most max_nodes={max_nodes}")
     n, depth = len(self), self.depth
     kids, start = children_csr(self.parent)
