@@ -114,3 +114,53 @@ def test_the_readme_snippets_work_from_an_installed_package(tmp_path):
     last = r.stderr.strip().splitlines()[-1]
     assert "results/nothing.json not found here" in last and "among the measurements installed with treepe_nb" in last, last
     assert "clone" not in last, last                          # no clone's notebooks folder inside site-packages
+
+
+def test_run_runfolder_and_decoder_batch_import_from_the_package():
+    "`from treepe_nb import Run, RunFolder, decoder_batch` failed: they were only in treepe_nb.runs and treepe_nb.batching."
+    import treepe_nb
+    from treepe_nb import Run, RunFolder, decoder_batch
+    from treepe_nb.batching import decoder_batch as from_batching
+    from treepe_nb.runs import Run as run, RunFolder as folder
+    assert (Run, RunFolder, decoder_batch) == (run, folder, from_batching)
+    assert {"Run", "RunFolder", "decoder_batch"} <= set(treepe_nb.__all__)
+
+
+def test_forward_has_the_encodings_own_docstring():
+    "`help(TreePositionalEncoding.forward)` showed torch's boilerplate, `TreeAPE.forward` had no docstring."
+    import inspect, torch
+    from treepe_nb import SequenceAPE, TreeAPE, TreePositionalEncoding
+    boilerplate = inspect.getdoc(torch.nn.Module.forward)
+    for forward in (TreePositionalEncoding.forward, TreeAPE.forward, SequenceAPE.forward):
+        assert inspect.getdoc(forward) not in (None, boilerplate), forward
+    assert "the maps `prepare` returned" in inspect.getdoc(TreeAPE.rotate_queries_and_keys)
+
+
+def test_a_tensor_in_the_other_layout_names_the_layout_argument():
+    "The shape error for [batch, length, heads, dim] queries did not mention layout=\"BLHD\"."
+    import pytest, torch
+    from treepe_nb import Tree, TreeAPE, batch_positions
+    pos = batch_positions([Tree.from_sexpr("(a b c)").lcrs()])
+    q = torch.randn(1, 3, 2, 8)                                           # [B, L, H, D]
+    with pytest.raises(ValueError, match=r'got \(1, 3, 2, 8\); for \[batch, length, heads, dim\] .* layout="BLHD"'):
+        TreeAPE(n=2, head_dim=8, num_heads=2).rotate_queries_and_keys(q, q, pos)
+    with pytest.raises(ValueError, match=r'in layout=.BLHD., got \(1, 2, 3, 8\); .* layout="BHLD"'):
+        TreeAPE(n=2, head_dim=8, num_heads=2, layout="BLHD").rotate(q.transpose(1, 2), pos)
+    assert TreeAPE(n=2, head_dim=8, num_heads=2, layout="BLHD").rotate(q, pos).shape == q.shape
+
+
+def test_the_tensorboard_hint_gives_a_command_that_works(tmp_path, monkeypatch):
+    "The hint said `pip install treepe_nb[dev]`, which no index serves."
+    import pytest
+    from treepe_nb.train import _tensorboard
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
+    with pytest.raises(ValueError, match=r'pip install tensorboard \(or, in a clone of treepe_nb, pip install -e "\.\[dev\]"\)'):
+        _tensorboard(tmp_path, 0)
+
+
+def test_the_start_line_explains_the_target_vocabulary():
+    "`vocabularies 11 -> 19` did not say why the target side is larger (a label per pattern of child slots)."
+    from treepe_nb.tracking import ArityVocab
+    from treepe_nb.train import _target_tokens
+    vocab = ArityVocab([("f", (0, 1)), ("f", (0,)), ("a", ())], n=2)
+    assert _target_tokens(vocab) == "6 target tokens (2 labels, each once per pattern of child slots it was seen with, and 3 specials)"

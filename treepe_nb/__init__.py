@@ -15,14 +15,17 @@ from .algebraic import SequenceAPE, TreeAPE, GridAPE, TreeMapCache
 from .tracking import ArityVocab, TreeTracker
 from .attention import ENCODINGS, PositionEncoding, MultiHeadAttention, register_encoding
 
+_ON_FIRST_USE = {"TASKS": "tasks", "register_task": "tasks", "Run": "runs", "RunFolder": "runs", "decoder_batch": "batching"}
+
 def __getattr__(name:str):
-    "`TASKS` and `register_task` on first use: the task registry imports the data pipelines (about 0.1 s more)."
-    if name in ("TASKS", "register_task"):
-        from . import tasks
-        return getattr(tasks, name)
+    """`TASKS`, `register_task`, `Run`, `RunFolder` and `decoder_batch` on first use: the task registry and run folders
+    import the data pipelines (about 0.1 s more)."""
+    if name in _ON_FIRST_USE:
+        import importlib
+        return getattr(importlib.import_module(f".{_ON_FIRST_USE[name]}", __name__), name)
     raise AttributeError(f"module 'treepe_nb' has no attribute {name!r}")
 
 __all__ = ["Tree", "batch_positions", "TreePositions", "token_positions", "token_nodes", "token_kinds", "SinusoidalPE", "LearnedPE", "apply_rotary",
            "TreePositionalEncoding", "AdditiveTreePE", "PositionMaps", "SequenceAPE", "TreeAPE", "GridAPE", "TreeMapCache",
            "ArityVocab", "TreeTracker", "ENCODINGS", "PositionEncoding", "MultiHeadAttention", "register_encoding",
-           "TASKS", "register_task"]
+           "TASKS", "register_task", "Run", "RunFolder", "decoder_batch"]

@@ -170,17 +170,37 @@ class Rotations:
                positions, # the tokens' positions, or the maps `prepare` returned for them (reuse them across layers)
               ) -> Tensor: # `M x` per token: same shape and dtype as `x`
         "Multiply each token by its map: the rotated query of `a` dotted with the rotated key of `c` is `q^T M_a^T M_c k`."
+        self._check_shape(x)
         return self._swap(self._maps(positions).rotate(self._swap(x)))
 
     def rotate_queries_and_keys(self, q:Tensor, # queries, in the module's `layout`
                                 k:Tensor, # keys of the same tokens, in the same layout
                                 positions, # the tokens' positions (any slice of a sequence's), or the maps of `prepare`
                                ) -> tuple[Tensor, Tensor]: # the rotated queries and keys, shapes and dtypes kept
-        "Rotate queries and keys with maps computed once for both, in one pass over the maps (the call for your own attention)."
+        """Rotate queries and keys with maps computed once for both, in one pass over the maps (the call for your own
+        attention). `positions` may be the tokens' positions or the maps `prepare` returned for them (`PositionMaps`):
+        prepare them once per batch and pass the same maps to every layer."""
+        self._check_shape(q, k)
         q, k = self._maps(positions).rotate(self._swap(q), self._swap(k))
         return self._swap(q), self._swap(k)
 
-    def forward(self, x:Tensor, positions) -> Tensor: return self.rotate(x, positions)
+    def forward(self, x:Tensor, # queries or keys, in the module's `layout`
+                positions, # the tokens' positions, or the maps `prepare` returned for them
+               ) -> Tensor: # `x` with each token multiplied by its map: same shape and dtype
+        "`rotate(x, positions)`, for calling the module itself; `rotate_queries_and_keys` rotates both in one pass."
+        return self.rotate(x, positions)
+
+    def _check_shape(self, *xs:Tensor):
+        "A `ValueError` naming the `layout` where a tensor's heads or head dim do not fit it (not the swapped shape)."
+        H, D, bhld = getattr(self, "num_heads", None), getattr(self, "head_dim", None), self.layout == "BHLD"
+        for x in xs:
+            if H is None or not isinstance(x, Tensor) or (x.ndim >= 3 and x.shape[-3 if bhld else -2] == H and x.shape[-1] == D):
+                continue
+            want = f"num_heads={H}, length" if bhld else f"length, num_heads={H}"
+            other = ('[batch, length, heads, dim] tensors (flash-attention, Hugging Face) build it with layout="BLHD"' if bhld
+                     else '[batch, heads, length, dim] tensors (F.scaled_dot_product_attention) build it with layout="BHLD"')
+            raise ValueError(f"x must be [..., {want}, head_dim={D}] in layout={self.layout!r}, got {tuple(x.shape)}; "
+                             f"for {other}")
 
 class OrthogonalPE(Rotations, nn.Module):
     "Orthogonal generators per head, each `exp(A - A^T)` of learned entries: the base of `SequenceAPE` and `TreeAPE`, whose `prepare` turns positions into maps."

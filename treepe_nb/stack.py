@@ -204,6 +204,9 @@ class TreePositionalEncoding(nn.Module):
 
     def forward(self, positions:TreePositions # root paths `[*batch, K]`
                ) -> Tensor: # `[*batch, d_model]`
+        """The encoding of each node's root path, to add to its token's embedding: the one-hot stack of its steps
+        (`stack_encode`), chunk j weighted by `weights()` in each of the `num_p` copies, projected to `d_model` (or, where
+        the copies are `d_model` wide already, the weighted copies themselves)."""
         base = stack_encode(positions, self.n, self.max_depth, self.overflow, dtype=self.raw_p.dtype)  # [*, k*n]
         if self.proj is None:  # the output is the weighted encoding itself
             w = self.weights()                                                                        # [P, k]
