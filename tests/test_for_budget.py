@@ -38,7 +38,7 @@ def test_a_100k_deep_program_is_refused_at_the_door_in_small_memory(make):
     column = MAX_FOR_NESTING * len(make(1).split("x = 1" if make is if_text else "y = 1")[0]) + 1
     assert msg == (f"the For program nests 100000 if/for blocks deep, more than max_nesting={MAX_FOR_NESTING} (block "
                    f"{MAX_FOR_NESTING + 1} opens at line 1, column {column}); pass a larger max_nesting to accept it (commands: "
-                   f"the pairs task's --task-option max_nesting=N, treepe-predict --max-nesting N)")
+                   f"--task-option max_nesting=N, treepe-predict --max-nesting N)")
     assert peak < 1 << 20, peak                       # no tokens, no tree: under a megabyte beside text of 3 MB
 
 

@@ -6,7 +6,8 @@ import pytest
 
 import treepe_nb.evidence as evidence
 from treepe_nb.evidence import clean_code
-from treepe_nb.experiments import experiments_cli, run_cell, grid_configs
+from treepe_nb.experiments import experiments_cli, run_cell
+from treepe_nb.grids import grid_configs
 
 DIRTY = {"commit": "0" * 40, "dirty": True, "version": "test"}
 CELL = "seq-copy-dfs-sinusoidal-s0"

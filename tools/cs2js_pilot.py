@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from treepe_nb.benchmarks import machine_info  # noqa: E402
 from treepe_nb.evidence import code_version  # noqa: E402
-from treepe_nb.experiments import SQ_CS2JS  # noqa: E402
+from treepe_nb.grids import SQ_CS2JS  # noqa: E402
 from treepe_nb.runs import read_metrics  # noqa: E402
 from treepe_nb.train import TrainConfig, train  # noqa: E402
 

@@ -17,7 +17,7 @@ from .additive import AdditiveTreePE
 from .algebraic import SequenceAPE, TreeAPE, GridAPE
 
 # %% auto #0
-__all__ = ['FAMILIES', 'MODALITIES', 'ENCODINGS', 'Encoding', 'check_registry_name', 'register_encoding', 'check_encoding',
+__all__ = ['FAMILIES', 'MODALITIES', 'ENCODINGS', 'Encoding', 'register_encoding', 'check_registry_name', 'check_encoding',
            'check_reads', 'check_heads', 'positions_modality', 'PreparedPositions', 'position_distance',
            'PositionEncoding', 'attention_mask', 'KVCache', 'MultiHeadAttention']
 
@@ -42,18 +42,6 @@ class Encoding:
     positions: Callable|None = None # `sizes` -> how many token indices it can place (a table's rows); None: no limit
 
 ENCODINGS: dict[str, Encoding] = {}   # name -> component; filled by `register_encoding`
-_REGISTRY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
-
-def check_registry_name(name, # a name for a registry (encodings, tasks)
-                        what:str, # what it names, for the message: "an encoding", "a task"
-                       ) -> str: # `name`
-    """A name that configs, YAML files and command lines can all write back: letters, digits and `_ . + -`, not
-    starting with `-` (it would read as an option); a one-line `ValueError` shows what else it holds."""
-    if not isinstance(name, str) or not _REGISTRY_NAME.match(name):
-        raise ValueError(f"{what} needs a name of letters, digits and _ . + - (not starting with -), got {name!r:.60}")
-    return name
-
-
 def register_encoding(name:str, # the name configs use; must not be taken unless `replace`
                       family:str, # one of `FAMILIES`
                       reads:Sequence[str], # the positions it reads, from `MODALITIES`
@@ -87,6 +75,18 @@ def register_encoding(name:str, # the name configs use; must not be taken unless
     ENCODINGS[name] = Encoding(name, family, reads, build=build, term=term, maps=maps, pair=pair, positions=positions,
                                plan=plan, decoding=decoding, shared=shared)
     return ENCODINGS[name]
+
+# %% ../nbs/06_attention.ipynb #5c59451e
+_REGISTRY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
+
+def check_registry_name(name, # a name for a registry (encodings, tasks)
+                        what:str, # what it names, for the message: "an encoding", "a task"
+                       ) -> str: # `name`
+    """A name that configs, YAML files and command lines can all write back: letters, digits and `_ . + -`, not
+    starting with `-` (it would read as an option); a one-line `ValueError` shows what else it holds."""
+    if not isinstance(name, str) or not _REGISTRY_NAME.match(name):
+        raise ValueError(f"{what} needs a name of letters, digits and _ . + - (not starting with -), got {name!r:.60}")
+    return name
 
 # %% ../nbs/06_attention.ipynb #e3d6c69d
 def check_encoding(name:str # an encoding name, e.g. "ape-tree"

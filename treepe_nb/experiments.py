@@ -8,7 +8,6 @@ import argparse, json, math, os, re, signal, subprocess, sys, threading, time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import fields
 from multiprocessing import active_children, get_context
 from pathlib import Path
 from typing import Callable, Sequence
@@ -19,177 +18,20 @@ from tqdm.auto import tqdm
 from .trees import Tree
 from .train import TrainConfig, Interrupted, train, evaluate, decode_split, batch_loss
 from .runs import Run, RunFolder, read_metrics
-from .model import ModelConfig
-from .tasks import TaskConfig, content_key, make_task
+from .tasks import content_key, make_task
 from .model import exact_match
 from .evidence import (clean_code, code_version, results_dir, bootstrap_statistic, bootstrap_mean, spearman, paired_evidence,
                                  rank_agreement, pooled_agreement, verdict_row, write_verdicts, verdicts_table)
 from .yaml_keys import yaml_analysis, k8s_probe         # chapter 9f's analyses: run_cell stores them in yaml-keys records
 from .yaml_note import nesting_probe, note_analysis     # chapter 9g's: in k8s-keys records
 from .commands import int_at_least
+from .grids import APE_DECAY, GRIDS, TARGETS, TREE_ENCODINGS, grid_configs   # chapter 9h: what each grid trains
 from .yaml_reader import load_yaml_data
 
 # %% auto #0
-__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'SQ_CS2JS', 'SQ_RECIPE',
-           'RECIPE_CHANGES', 'SEMPARSE_RECIPE', 'TYPED_RECIPE', 'ATIS_PAPER', 'K8S_NOTE', 'TARGETS', 'SEMPARSE_METHODS',
-           'GRIDS', 'RUNNER_GONE_WAIT', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'nest_settings',
-           'grid_configs', 'tree_f1', 'test_metrics', 'record_data', 'run_cell', 'add_analysis', 'trace_record',
-           'GridFailed', 'run_grid', 'load_results', 'experiments_cli', 'summarise', 'compare']
-
-# %% ../nbs/10_experiments.ipynb #92db3385
-TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
-APE_DECAY = 0.98   # Kogkalidis et al. (2024, §4): with APE, the score of tokens p steps apart is scaled by 0.98**p
-FAITHFUL = {"model.activation": "relu", "model.tie_embeddings": True, "best_metric": "perplexity",
-            "model.max_distance": 32,         # Shaw's clipping at about the largest training tree or word
-            "task.sizes": (1000, 100, 500)}   # their App. B.2 and Table 3; the feed-forward widths follow d_model
-FOR2LAM_METHODS = (("sinusoidal", "sinusoidal", ("dfs",)), "stack", ("ape-tree", "ape-tree", ("dfs",)))  # chapter 10a's
-SQ_PLATEAU = {  # Shiv & Quirk's experiments: their dropout and clipping, and training to a plateau of dev perplexity
-    "model.dropout": 0.1, "clip": 10.0, "best_metric": "perplexity", "eval_every": 250, "patience": 4,
-    "eval_examples": 20, "max_output_nodes": 400, "task.sizes": (100_000, 200, 1000)}   # their 100,000 training programs
-_sq_options = lambda translation: {"translation": translation, "max_size": 200_000_000}  # 100,000 long programs: ~23M nodes
-SQ_SEMPARSE = {  # Shiv & Quirk's semantic parsing (their §5.2: 4 + 4 layers, d_model 256, d_ff 1024) at half their width
-    "model.d_model": 128, "model.num_heads": 8, "model.enc_layers": 4, "model.dec_layers": 4, "model.d_ff": 512,
-    "model.dropout": 0.1, "clip": 10.0, "lr": 1e-3, "warmup": 200, "best_metric": "exact_match", "eval_every": 250,
-    "eval_examples": 0, "patience": 4, "task.sizes": (10**6,) * 3}   # every example of the standard splits
-SQ_CS2JS = {**SQ_PLATEAU,  # Shiv & Quirk's CoffeeScript <-> JavaScript runs: their For2Lam setup (dropout, clipping, a plateau
-    # of dev perplexity), batch 64 as on their long sets, at the For2Lam grids' CPU scale (d_model 64, 2 + 2 layers): the pilot
-    # (tools/cs2js_pilot.py, chapter 10aa) trains their size (256, 4 + 4) 8 times slower on one thread; 4,000 steps (2.6 passes)
-    "batch_size": 64, "steps": 4000, "min_steps": 1500, "eval_examples": 100, "max_output_nodes": 200,
-    "task.sizes": (100_000, 500, 2000)}   # test: 2,000 of the 10,000 stored test programs (decoding is the slow part)
-SQ_RECIPE = {**SQ_SEMPARSE,   # the recipe pilot (issue 54): Shiv & Quirk's own size and batch, 1,000 steps of 128 questions
-    "model.d_model": 256, "model.d_ff": 1024, "batch_size": 128, "steps": 1000, "warmup": 100,   # ~230 passes over GEO's 549
-    "eval_every": 50, "patience": 0}   # dev (49 questions) every ~12 passes; the full budget: the cosine schedule ends at 0
-RECIPE_CHANGES = (("paper", {}), ("dropout", {"model.dropout": 0.3}), ("smoothing", {"label_smoothing": 0.1}),   # in order
-                  ("perplexity", {"best_metric": "perplexity"}), ("placeholders", {"task.options": {"entities": "placeholders"}}),
-                  ("exact-match", {"best_metric": "exact_match"}),       # r4 took test exact match from 71.3% to 65.6%: undone
-                  ("whole-splits", {"task.options": {"entities": "placeholders", "keep_repeats": True}}),   # the published test split, whole
-                  ("beam", {"beam": 5}),    # dev and test decoded with a beam of 5 (Shiv & Quirk decode with a beam)
-                  ("typed", {"beam": None,  # greedy again (10a: a beam did not lift seq2seq), and GEO's placeholders typed
-                             "task.options": {"entities": "typed", "keep_repeats": True}}))   # by the GeoQuery database
-def _rung(n): return {k: v for _, change in RECIPE_CHANGES[:n] for k, v in change.items()}   # rung rn: its changes, in order
-SEMPARSE_RECIPE = {**SQ_RECIPE, **_rung(7)}   # rung r7
-TYPED_RECIPE = {**SQ_RECIPE, **_rung(9)}      # rung r9: r7, typed
-ATIS_PAPER = {"eval_every": 100,   # ATIS at that rung: Dong & Lapata's argument-identified files (their own `ci0` placeholders),
-    "task.options": {**SEMPARSE_RECIPE["task.options"], "source": "dong-lapata"}}   # 4,433 / 491 / 448; dev (491) every ~3 passes
-K8S_NOTE = {  # the YAML note's model is d_model 256 with 48 heads; its step took 11 s on this CPU: 64, 4 layers x 4 heads
-    "model.d_model": 64, "model.num_heads": 4, "model.enc_layers": 4, "model.d_ff": 256, "model.dropout": 0.1,
-    "lr": 1e-3, "warmup": 100, "steps": 1000, "min_steps": 500, "patience": 4, "eval_every": 250,
-    "best_metric": "perplexity", "task.sizes": (7000, 1500, 1500)}   # the proportions 70 / 15 / 15 of the documents
-TARGETS = {"yaml-keys": ("bigram",), "k8s-keys": ("bigram", "trigram")}   # the bundled corpus has no `kind:`
-SEMPARSE_METHODS = (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree"))   # seq2seq, seq2tree x 2
-GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encodings, settings of every cell)
-    # an encoding: one name for both sides, a (source, target) pair, or (source, target, orders) for fewer orders;
-    # settings: `faithful` (the APE paper's model and selection, see `grid_configs`), `variants` (name: settings)
-    "table2b": ({"tree-copy": {}, "tree-rotate": {}, "tree-c3": {"task.sizes": (1000, 120, 580)}, "tree-ops": {}},
-                ("bfs", "dfs"), TREE_ENCODINGS, {"faithful": True}),
-    "table2a": (("seq-copy", "seq-reverse", "seq-repeat"), ("dfs",), ("sinusoidal", "rotary", "ape-seq"),
-                {"faithful": True}),
-    "ablation-tree": (("tree-copy", "tree-rotate"), ("dfs",), ("ape-tree",), {"faithful": True, "variants": {
-        "no-cross": {"model.cross_positions": False}, "no-decay": {"model.decay": None}}}),
-    "ablation-seq": (("seq-reverse",), ("dfs",), ("rotary",), {"faithful": True, "variants": {
-        "no-cross": {"model.cross_positions": False}, "decay": {"model.decay": APE_DECAY}}}),
-    "docstring2ast": (("py-docstring2ast",), ("bfs", "dfs"),
-                      (("sinusoidal", "sinusoidal"), ("sinusoidal", "stack"), ("sinusoidal", "ape-tree")),
-                      {"faithful": True, "task.sizes": (4000, 200, 200), "task.options": {"max_example_nodes": 64}}),
-    "yaml-keys": (("yaml-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "ape-tree"),
-                  {"faithful": True, "task.sizes": (1000, 100, 100)}),
-    "for2lam": ({"for2lam-short": {"steps": 600, "task.sizes": (6000, 100, 500)},     # one epoch, our translation
-                 "for2lam-long": {"steps": 150, "warmup": 30, "task.sizes": (4800, 50, 100)}}, ("dfs", "bfs"),
-                FOR2LAM_METHODS, {"eval_every": 0, "eval_examples": 20, "max_output_nodes": 400,
-                                  "task.options": {"translation": "cps"}}),
-    "sq-for2lam-short": ({"for2lam-short": {"steps": 3000, "min_steps": 1000}}, ("dfs", "bfs"), FOR2LAM_METHODS,
-                         {**SQ_PLATEAU, "variants": {t: {"task.options": _sq_options(t)} for t in ("chen", "cps")}}),
-    "sq-for2lam-long": ({"for2lam-long": {"steps": 8000, "min_steps": 3000}}, ("dfs", "bfs"), FOR2LAM_METHODS,
-                        {**SQ_PLATEAU, "variants": {"chen": {"task.options": _sq_options("chen")}}}),
-    "k8s-keys": (("k8s-keys",), ("dfs",), ("sinusoidal", "stack", "additive", "additive-sin", "ape-tree"), K8S_NOTE),
-    # the note's encoding with three times the step budget: are the k8s-keys cells limited by their 1,000 steps?
-    "k8s-keys-budget": ({"k8s-keys": {"steps": 3000}}, ("dfs",), ("additive",), K8S_NOTE),
-    # k8s-keys with a document split drawn per seed (issue 54): its seeds replicate the data too, for claim 6 (additive-sin
-    # against additive) and the lead of stack and ape-tree over additive with the split's variance in the interval
-    "k8s-keys-resplit": ({"k8s-keys": {"task.options": {"split_per_seed": True}}}, ("dfs",),
-                         ("additive", "additive-sin", "stack", "ape-tree"), K8S_NOTE),
-    "semparse": ({"geo": {"steps": 2000}, "atis": {"steps": 4000}}, ("dfs",), SEMPARSE_METHODS, SQ_SEMPARSE),
-    # GEO with the data files' own entity placeholders (`var0`, untyped in the question), nearer Dong & Lapata's typed ones
-    "semparse-placeholders": ({"geo": {"steps": 2000}}, ("dfs",), SEMPARSE_METHODS,
-                              {**SQ_SEMPARSE, "variants": {"placeholders": {"task.options": {"entities": "placeholders"}}}}),
-    # the recipe pilot (issue 54): seq2seq first, on GEO at Shiv & Quirk's size (SQ_RECIPE), one seed; the rungs are cumulative,
-    # each adds one of RECIPE_CHANGES to the one before: r1 the size alone (dropout 0.1, no smoothing, selection by dev exact
-    # match, as `semparse`), r2 dropout 0.3, r3 label smoothing 0.1, r4 selection by dev perplexity, r5 entity placeholders,
-    # r6 selection by dev exact match again (ties: dev perplexity), r7 the published splits scored whole (keep_repeats),
-    # r8 beam search of width 5 at dev and test, r9 greedy again with typed placeholders (`var0:city`, chapter 8e)
-    # (r5's test keeps 185 of the 279 questions: the others' placeholder question is in train or dev; compare on those 185)
-    "semparse-recipe": ({"geo": {}}, ("dfs",), SEMPARSE_METHODS[:1], {**SQ_RECIPE, "variants": {
-        f"r{i + 1}-{name}": _rung(i + 1)
-        for i, (name, _) in enumerate(RECIPE_CHANGES)}}),
-    # the grid at the paper's size (issue 54): seq2seq, seq2tree (stack) and ape-tree on the pilot's best rung (r7), GEO and ATIS
-    "semparse-paper": ({"geo": {}, "atis": ATIS_PAPER}, ("dfs",), SEMPARSE_METHODS, SEMPARSE_RECIPE),
-    # GEO at the paper's size on the pilot's rung r9 (r7 with placeholders typed by the GeoQuery database, chapter 8e)
-    "semparse-typed": ({"geo": {}}, ("dfs",), SEMPARSE_METHODS, TYPED_RECIPE),
-    # Chen et al.'s CoffeeScript <-> JavaScript long set with vocabulary B (issue 72, chapter 10d): the tree transformers
-    # on the compilers' trees (LCRS), and the sequence transformer on the lexers' tokens (a grid of its own: another form)
-    "sq-cs2js": ({d: {"task.options": {"vocab": "B", "length": "long"}} for d in ("cs2js", "js2cs")}, ("dfs",),
-                 ("stack", "ape-tree"), SQ_CS2JS),
-    "sq-cs2js-seq": ({d: {"task.options": {"vocab": "B", "length": "long", "form": "tokens"}} for d in ("cs2js", "js2cs")},
-                     ("dfs",), ("sinusoidal",), SQ_CS2JS),
-}
-
-def nest_settings(settings:dict # `section.field` or bare field names: a `TrainConfig` field, else a model or task field
-                 ) -> dict: # `TrainConfig.from_dict`'s nested form
-    "Settings for every cell (`steps=200`, `d_model=512`, `model.decay=0.98`, `task.preset=paper`) as `task:`/`model:` sections."
-    sections = {"task": {f.name for f in fields(TaskConfig)}, "model": {f.name for f in fields(ModelConfig)}}
-    top = {f.name for f in fields(TrainConfig)} - set(sections)
-    out = {"task": {}, "model": {}}
-    for key, v in settings.items():
-        section, _, name = key.rpartition(".")
-        if not section: section = next((s for s in ("model", "task") if name in sections[s] and name not in top), "")
-        if (section and name not in sections.get(section, ())) or (not section and name not in top):
-            raise ValueError(f"no setting {key!r}: a TrainConfig field, or a model./task. field such as model.decay")
-        (out[section] if section else out)[name] = v
-    return out
-
-def _faithful(model:dict, src:str, tgt:str) -> dict:
-    "The APE paper's model where the cell leaves it open: decay when both sides use APE, feed-forward d and 2d."
-    d = model.get("d_model", 64)
-    out = {"d_ff": d, "dec_d_ff": 2 * d, **model}      # Table 3: 512 (encoder) and 1024 (decoder) at d = 512
-    if "decay" not in model and src.startswith("ape-") and tgt.startswith("ape-"): out["decay"] = APE_DECAY
-    return out
-
-def grid_configs(name:str, # a key of `GRIDS`
-                 seeds:Sequence[int]=(0,), # one cell per seed
-                 work:str|Path="runs/experiments", # where the runs' checkpoints go (not stored in the repository)
-                 **settings, # for every cell, as `nest_settings` reads them, e.g. steps=200, d_model=512, model__decay=0.98
-                ) -> dict[str, TrainConfig]: # cell name: its config
-    """The cells of a grid as `TrainConfig`s, named `task[-target]-order-encoding[-variant]-sSEED`. A grid marked
-    `faithful` takes `FAITHFUL` and the APE paper's model (`_faithful`) wherever neither it nor `settings` decide."""
-    if name not in GRIDS: raise ValueError(f"unknown grid {name!r}; grids: {', '.join(GRIDS)}")
-    tasks, orders, pes, extra = GRIDS[name]
-    extra = dict(extra)
-    faithful, variants = extra.pop("faithful", False), extra.pop("variants", {"": {}})
-    settings = {k.replace("__", "."): v for k, v in settings.items()}
-    cells = {}
-    for task in tasks:
-        own = {**(FAITHFUL if faithful else {}), **extra, **(tasks[task] if isinstance(tasks, dict) else {}), **settings}
-        targets = TARGETS.get(task, (None,))
-        for order in orders:
-            for pe in pes:
-                src, tgt = (pe, pe) if isinstance(pe, str) else pe[:2]
-                if not isinstance(pe, str) and len(pe) > 2 and order not in pe[2]: continue
-                for variant, changes in variants.items():
-                    common = nest_settings({**own, **changes})
-                    model = _faithful(common["model"], src, tgt) if faithful else common["model"]
-                    for target in targets:
-                        for seed in seeds:
-                            label = "-".join([task, *([target] if target else []), order,
-                                              src if src == tgt else f"{src}+{tgt}", *([variant] if variant else []),
-                                              f"s{seed}"])
-                            options = {**common["task"].get("options", {}), **({"target": target} if target else {})}
-                            cfg = {"eval_every": 500, "patience": 0, "stop_when_perfect": False,   # the full budget
-                                   **{k: v for k, v in common.items() if k not in ("task", "model")},
-                                   "out": str(Path(work) / name / label),
-                                   "task": {**common["task"], "name": task, "order": order, "seed": seed, "options": options},
-                                   "model": {**model, "pe": tgt, "src_pe": src if src != tgt else None}}
-                            cells[label] = TrainConfig.from_dict(cfg)
-    return cells
+__all__ = ['RUNNER_GONE_WAIT', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'tree_f1', 'test_metrics',
+           'record_data', 'run_cell', 'add_analysis', 'trace_record', 'GridFailed', 'run_grid', 'load_results',
+           'experiments_cli', 'summarise', 'compare']
 
 # %% ../nbs/10_experiments.ipynb #604404f0
 def _labelled_paths(t: Tree) -> Counter:

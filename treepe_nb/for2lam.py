@@ -78,8 +78,7 @@ def _checked(tree:Tree, # the program
     return labels, kids, end
 
 MAX_FOR_NESTING = 5000   # the most `if`/`for` blocks a For program may have open at once, unless a caller says more
-_TOO_DEEP = ("the For program nests {} if/for blocks deep, more than max_nesting={} ({}); pass a larger max_nesting to "
-             "accept it (commands: the pairs task's --task-option max_nesting=N, treepe-predict --max-nesting N)")
+_TOO_DEEP = "the For program nests {} if/for blocks deep, more than max_nesting={} ({}); pass a larger max_nesting to accept it (commands: --task-option max_nesting=N, treepe-predict --max-nesting N)"
 
 def check_for(tree:Tree, # a For program
               max_nesting:int=MAX_FOR_NESTING, # the most `if`/`for` blocks open at once
