@@ -11,26 +11,16 @@ import numpy as np
 from .trees import optional_import        # scipy (the `stats` extra) where an interval needs a quantile
 
 # %% auto #0
-__all__ = ['VERDICTS', 'clean_code', 'code_version', 'results_dir', 'bootstrap_statistic', 'bootstrap_mean', 'seed_interval',
-           'resolve', 'paired_evidence', 'paired_power', 'seeds_for_power', 'spearman', 'rank_agreement',
-           'pooled_agreement', 'verdict_row', 'write_verdicts', 'verdicts_table']
+__all__ = ['VERDICTS', 'code_version', 'results_dir', 'clean_code', 'bootstrap_statistic', 'bootstrap_mean', 'seed_interval',
+           'zero_width', 'resolve', 'paired_evidence', 'paired_power', 'seeds_for_power', 'seed_sd_interval',
+           'power_range', 'spearman', 'rank_agreement', 'pooled_agreement', 'verdict_row', 'write_verdicts',
+           'verdicts_table']
 
 # %% ../nbs/09e_evidence.ipynb #14ce7d34
 def _git(root:Path, *args) -> str|None:
     try: r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired): return None
     return r.stdout.strip() if r.returncode == 0 else None
-
-def clean_code(dirty:str|None=None, # why a record may come from uncommitted code (stored with it); None: it may not
-              ) -> dict: # `code_version()`, with `dirty_reason` when the tree is dirty
-    """The code a stored record names: `code_version()`, or a `ValueError` when the package's tracked files have
-    uncommitted changes and no `dirty` reason is given (a record must name code that someone can check out)."""
-    code = code_version()
-    if not code["dirty"]: return code
-    if not (isinstance(dirty, str) and dirty.strip()):
-        raise ValueError("the package (treepe_nb/) has uncommitted changes, so a record could not name the code it ran: "
-                         "commit them first, or say why with dirty=REASON (treepe-experiments --dirty REASON)")
-    return {**code, "dirty_reason": dirty}
 
 def code_version() -> dict: # commit (None outside a git clone), dirty, version
     "The code that runs now: the git commit of the package's checkout, whether its tracked files differ, the version."
@@ -45,6 +35,18 @@ def results_dir() -> Path:
     import treepe_nb
     repo = Path(treepe_nb.__file__).resolve().parent.parent / "nbs"
     return repo / "results" / "experiments" if repo.is_dir() else Path("results") / "experiments"
+
+# %% ../nbs/09e_evidence.ipynb #0988bbbc
+def clean_code(dirty:str|None=None, # why a record may come from uncommitted code (stored with it); None: it may not
+              ) -> dict: # `code_version()`, with `dirty_reason` when the tree is dirty
+    """The code a stored record names: `code_version()`, or a `ValueError` when the package's tracked files have
+    uncommitted changes and no `dirty` reason is given (a record must name code that someone can check out)."""
+    code = code_version()
+    if not code["dirty"]: return code
+    if not (isinstance(dirty, str) and dirty.strip()):
+        raise ValueError("the package (treepe_nb/) has uncommitted changes, so a record could not name the code it ran: "
+                         "commit them first, or say why with dirty=REASON (treepe-experiments --dirty REASON)")
+    return {**code, "dirty_reason": dirty}
 
 # %% ../nbs/09e_evidence.ipynb #414033a6
 def _per_seed(values, what:str) -> list[np.ndarray]:
@@ -131,9 +133,18 @@ def seed_interval(values:Sequence[float], # one value per seed (e.g. each seed's
 
 VERDICTS = ("negative", "positive", "unresolved")   # the sign of a statistic where both intervals agree on it
 
+def zero_width(*intervals:tuple[float, float], # (low, high) pairs; NaN or None bounds are not of zero width
+               rel:float=1e-9, # widths below rel x max(1, |bound|) count as zero (per-seed means differ in rounding only)
+              ) -> bool:
+    "Whether any interval has (numerically) zero width: all its values equal, so it measures no spread and is no verdict."
+    return any(lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi)
+               and abs(hi - lo) <= rel * max(1.0, abs(lo), abs(hi)) for lo, hi in intervals)
+
 def resolve(*intervals:tuple[float, float] # (low, high) pairs, e.g. the example-level and the seed-level interval
            ) -> str: # one of `VERDICTS`
-    "`negative` or `positive` when every interval excludes 0 on that side, else `unresolved` (NaN bounds never resolve)."
+    """`negative` or `positive` when every interval excludes 0 on that side, else `unresolved` (NaN bounds never resolve,
+    nor does an interval of zero width: see `zero_width`)."""
+    if zero_width(*intervals): return "unresolved"
     if all(hi < 0 for _, hi in intervals): return "negative"
     if all(lo > 0 for lo, _ in intervals): return "positive"
     return "unresolved"
@@ -144,7 +155,7 @@ def paired_evidence(outcomes:dict[str, Sequence[Sequence[float]]], # method: per
                     level:float=0.95, # coverage of both intervals
                     resamples:int=2000, # bootstrap draws
                     seed:int=0, # seed of the resampling
-                   ) -> dict: # value, low, high (examples), seed_low, seed_high, seed_values, seeds, examples, verdict
+                   ) -> dict: # value, low, high (examples), seed_low, seed_high, seed_values, seeds, examples, verdict, zero_width
     """A statistic of several methods on the same seeds and test examples with two intervals: the paired bootstrap over
     seeds and examples (`low`, `high`) and Student's t over the per-seed statistics (`seed_low`, `seed_high`); the
     verdict is resolved only where both exclude 0."""
@@ -156,7 +167,8 @@ def paired_evidence(outcomes:dict[str, Sequence[Sequence[float]]], # method: per
                       .ravel()[0]) for s in range(b["seeds"])]
     t = seed_interval(per_seed, level)
     return dict(b, seed_low=t["low"], seed_high=t["high"], seed_values=per_seed,
-                verdict=resolve((b["low"], b["high"]), (t["low"], t["high"])))
+                verdict=resolve((b["low"], b["high"]), (t["low"], t["high"])),
+                zero_width=zero_width((b["low"], b["high"]), (t["low"], t["high"])))
 
 # %% ../nbs/09e_evidence.ipynb #b93c42b2
 def paired_power(effect:float, # the true paired difference delta (e.g. +0.035: 3.5 points of exact match)
@@ -188,6 +200,33 @@ def seeds_for_power(effect:float, # as `paired_power` takes them
                    ) -> int|None: # the smallest number of seeds with power >= target (None: not within max_seeds)
     "The fewest seeds per method with which the both-intervals rule resolves `effect` with probability >= `target`."
     return next((S for S in range(2, max_seeds + 1) if paired_power(effect, seed_sd, S, **kwargs) >= target), None)
+
+# %% ../nbs/09e_evidence.ipynb #ded12a7a
+def seed_sd_interval(seed_sd:float, # s_d, the standard deviation of the per-seed values (ddof=1)
+                     seeds:int, # the seeds s_d was computed from (seeds - 1 degrees of freedom)
+                     level:float=0.95, # coverage of the interval
+                    ) -> tuple[float, float]: # (low, high) for sigma_s
+    "The chi-square interval of the per-seed standard deviation sigma_s: s_d * sqrt((S - 1) / chi2 quantile), normal values."
+    if not (isinstance(seeds, (int, np.integer)) and seeds >= 2): raise ValueError(f"seeds must be an integer >= 2 (one seed has no spread), got {seeds!r}")
+    if not (math.isfinite(seed_sd) and seed_sd >= 0): raise ValueError(f"seed_sd must be finite and >= 0, got {seed_sd}")
+    _check_draws(level, 1)
+    from scipy.stats import chi2
+    df = seeds - 1
+    return (seed_sd * math.sqrt(df / chi2.ppf((1 + level) / 2, df)), seed_sd * math.sqrt(df / chi2.ppf((1 - level) / 2, df)))
+
+# %% ../nbs/09e_evidence.ipynb #41264032
+def power_range(effect:float, # as `paired_power` takes them
+                seed_sd:float, # the observed s_d
+                seeds:int, # the seeds whose power is asked
+                spread_seeds:int|None=None, # the seeds s_d was computed from (default: `seeds`)
+                spread_level:float=0.95, # coverage of the interval of sigma_s (`seed_sd_interval`)
+                **kwargs, # example_sd, examples, level, draws, seed of `paired_power`
+               ) -> dict: # power (at s_d), low and high (over the interval), sd_low, sd_high
+    """`paired_power` at the observed spread and over the interval of the true spread that the seeds allow: the
+    power is conditional on s_d, and this is how far that condition moves it."""
+    sd_low, sd_high = seed_sd_interval(seed_sd, seeds if spread_seeds is None else spread_seeds, spread_level)
+    at = [paired_power(effect, sd, seeds, **kwargs) for sd in (sd_low, seed_sd, sd_high)]
+    return dict(power=at[1], low=min(at), high=max(at), sd_low=sd_low, sd_high=sd_high)
 
 # %% ../nbs/09e_evidence.ipynb #6e69fecf
 def _ranks(v) -> np.ndarray:
@@ -249,11 +288,18 @@ def verdict_row(comparison:str, # what is compared, e.g. "tree-rotate dfs: stack
                 metric:str, # the metric, e.g. "test NLL per token"
                 ev:dict, # from `paired_evidence`
                 verdict:str, # the verdict in words ("tie" where `ev['verdict']` is unresolved)
+                paper_effect:float|None=None, # the paper's own value of this difference, in the metric's units (None: none stated)
+                paper_source:str|None=None, # where the paper states it, e.g. "Shiv & Quirk (2019), Table 1: 84.6 - 81.1"
                ) -> dict:
-    "One row of `verdicts.json` from a `paired_evidence` result."
-    return dict(comparison=comparison, metric=metric, estimate=ev["value"], example_interval=[ev["low"], ev["high"]],
-                seed_interval=[ev["seed_low"], ev["seed_high"]], seeds=ev["seeds"], examples=ev["examples"],
-                resolved=ev["verdict"] != "unresolved", verdict=verdict)
+    """One row of `verdicts.json` from a `paired_evidence` result; where the paper states the size of the difference,
+    the row carries it (`paper_effect`, `paper_source`), so that a reader can ask whether the intervals exclude it."""
+    row = dict(comparison=comparison, metric=metric, estimate=ev["value"], example_interval=[ev["low"], ev["high"]],
+               seed_interval=[ev["seed_low"], ev["seed_high"]], seeds=ev["seeds"], examples=ev["examples"],
+               resolved=ev["verdict"] != "unresolved", verdict=verdict)
+    if paper_effect is not None:
+        if not math.isfinite(paper_effect) or not paper_source: raise ValueError(f"paper_effect must be finite and name its paper_source, got {paper_effect!r}, {paper_source!r}")
+        row.update(paper_effect=float(paper_effect), paper_source=paper_source)
+    return row
 
 def _plain(x):
     if isinstance(x, float): return None if math.isnan(x) else x
