@@ -165,3 +165,24 @@ def test_the_vendored_javascript_is_the_recorded_one():
     names = {fn.name for s in corpus.splits.values() for fn in s}
     assert "baseSlice" in names and all(MASK in fn.text for s in corpus.splits.values() for fn in s)
     with pytest.raises(ValueError, match="max_bytes"): read_bundle(max_bytes=1000)
+
+
+def test_the_builder_gives_a_task_dict_and_its_tokenizer():
+    from treepe_nb.code_names import code_names_builder
+    build = code_names_builder()
+    built = build(3, (25, 5, 5), "dfs", language="javascript", vocab_size=400, max_depth=40)
+    assert [len(s) for s in built["splits"]] == [25, 5, 5] and built["source"] == "tree" and built["target"] == "sequence"
+    assert built["info"]["data_fingerprint"].startswith("sha256:") and built["info"]["max_depth"] == 40
+    assert built["tokenizer"].get_vocab_size() == 400 and len(built["src_vocab"]) == 404
+    assert all(e.src_pos.max_depth <= 40 for s in built["splits"] for e in s)
+    with pytest.raises(ValueError, match="language must be one of"):
+        build(0, None, "dfs", language="go")
+
+
+def test_the_seed_draws_the_sample_and_nothing_else(small_corpus):
+    a, tok_a = code_names_data(small_corpus, seed=0, sizes=(20, 5, 5), vocab_size=500)
+    b, _ = code_names_data(small_corpus, seed=0, sizes=(20, 5, 5), vocab_size=500)
+    c, tok_c = code_names_data(small_corpus, seed=1, sizes=(20, 5, 5), vocab_size=500)
+    meta = lambda built: [e.meta for e in built["splits"][0]]
+    assert meta(a) == meta(b) and meta(a) != meta(c)
+    assert tok_a.to_str() == tok_c.to_str()             # the tokenizer comes from the whole training split
