@@ -167,3 +167,23 @@ def test_predict_reads_programs_of_either_language(tmp_path):
         assert [(r["line"], r["last_line"]) for r in rows] == [(1, 2), (4, 7)] and all(r["output"] is not None for r in rows)
         done = subprocess.run([*cli, "--format", "coffee"], capture_output=True, text=True, timeout=300, input="a = 1\n")
         assert done.returncode == 2 and "a js2cs run translates JavaScript programs" in done.stderr, done.stderr[-2000:]
+
+
+def test_predict_reads_all_programs_through_one_node_process(tmp_path, monkeypatch):
+    "`predict` started one Node process per program; now one for all, and a refused program fails alone (errors='skip')."
+    from treepe_nb import coffee
+    if (problem := coffee.toolchain_problem()) is not None: pytest.skip(problem)
+    from treepe_nb.model import ModelConfig
+    from treepe_nb.tasks import TaskConfig
+    from treepe_nb.train import TrainConfig, train
+    from treepe_nb.predict import load_run, predict
+    train(TrainConfig(TaskConfig("js2cs", sizes=(32, 4, 4)), ModelConfig(pe="stack", d_model=16, num_heads=2,
+          enc_layers=1, dec_layers=1), steps=2, eval_every=0, eval_examples=1, threads=1, out=str(tmp_path / "r")),
+          progress=False)
+    calls, node = [], coffee._node
+    monkeypatch.setattr(coffee, "_node", lambda *a: calls.append(a) or node(*a))
+    programs = ["var a;\na = 1 + 2;", "var b = = 3;", "", "if (c === 3) {\n  c = 4;\n}"]
+    got = predict(load_run(tmp_path / "r"), programs, format="js", errors="skip")
+    assert len(calls) == 1, len(calls)
+    assert [p.error is None for p in got] == [True, False, False, True], [p.error for p in got]
+    assert "does not parse" in got[1].error and "expected a program's text" in got[2].error

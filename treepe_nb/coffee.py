@@ -20,7 +20,7 @@ __all__ = ['VOCABULARIES', 'LENGTHS', 'MAX_STATEMENTS', 'FORMS', 'FORM_WEIGHTS',
            'PROGRAM_LANGUAGES', 'coffee_programs', 'ToolchainMissing', 'toolchain_problem', 'toolchain_versions',
            'translate_coffee', 'parse_javascript', 'coffee_text', 'chen_sample', 'coffee_record', 'coffee_set',
            'set_name', 'write_coffee_set', 'read_coffee_set', 'coffee_examples', 'side_tokens', 'coffee_builder',
-           'read_program']
+           'read_programs', 'read_program']
 
 # %% ../nbs/08ca_coffee.ipynb #666ed7c2
 VOCABULARIES = {"A": (("x", "y"), ("0", "1")),                                  # inferred (see the text)
@@ -140,8 +140,9 @@ def toolchain_versions(toolchain:Path|str|None=None) -> dict:
     return json.loads(_node(["--versions"], "", toolchain or TOOLCHAIN))
 
 # %% ../nbs/08ca_coffee.ipynb #73e8d750
-def _answers(programs:Sequence[str], args:list, toolchain, batch:int, refused:str) -> list[dict]:
-    "translate.js's answer for every program (run in batches); a `ValueError` names the first program it refuses."
+def _answers(programs:Sequence[str], args:list, toolchain, batch:int, refused:str|None) -> list[dict]:
+    """translate.js's answer for every program (run in batches); a `ValueError` names the first program it refuses
+    (`refused`: what it did not do), or, with `refused=None`, each answer keeps its error."""
     out = []
     for start in range(0, len(programs), batch):
         chunk = programs[start:start + batch]
@@ -149,7 +150,7 @@ def _answers(programs:Sequence[str], args:list, toolchain, batch:int, refused:st
         if len(lines) != len(chunk): raise ToolchainMissing(f"translate.js answered {len(lines)} of {len(chunk)} programs")
         for i, line in enumerate(lines):
             r = json.loads(line)
-            if r["error"]: raise ValueError(f"program {start + i} ({chunk[i]!r}) {refused}: {r['error']}")
+            if r["error"] and refused: raise ValueError(f"program {start + i} ({chunk[i]!r}) {refused}: {r['error']}")
             out.append(r)
     return out
 
@@ -390,18 +391,39 @@ def coffee_builder(direction:str, # "cs2js" or "js2cs"
 # %% ../nbs/08ca_coffee.ipynb #793d6e6b
 PROGRAM_LANGUAGES = {"coffee": "cs", "js": "js"}   # a program's language -> the side of a record it fills
 
+def _program_form(text:str, r:dict, language:str, form:str) -> Tree|list[str]|ValueError:
+    "One answer of translate.js as the tasks read a source: a tree or tokens, or the `ValueError` of a refused program."
+    if r["error"]: return ValueError(f"{language}: the program {text!r:.60} does not "
+                                     f"{'compile' if language == 'coffee' else 'parse'}: {r['error']}")
+    if language == "coffee": rec = coffee_record(text, r)
+    else:
+        head, tail = JS_WRAPPER
+        rec = {"js_tokens": [t if v is None else v for t, v in r["js_tokens"]][len(head):-len(tail)], "js_tree": r["js_tree"]}
+    side = PROGRAM_LANGUAGES[language]
+    return side_tokens(rec, side) if form == "tokens" else Tree.from_parents(*rec[f"{side}_tree"])
+
+def read_programs(texts:Sequence[str], # programs, all in one language
+                  language:str, # "coffee" or "js" (`PROGRAM_LANGUAGES`)
+                  form:str="tree", # "tree" (the compiler's or acorn's, as the sets hold it) or "tokens"
+                  toolchain:Path|str|None=None, # the folder of translate.js (None: `TOOLCHAIN`)
+                 ) -> list[Tree|list[str]|ValueError]: # per program: its tree or tokens, or the `ValueError` refusing it
+    """Programs of yours in the form a `cs2js` / `js2cs` task reads its sources, through one Node process (not one
+    each): a program the compiler or parser refuses, or an empty one, gets its `ValueError` in its place."""
+    if language not in PROGRAM_LANGUAGES: raise ValueError(f"language must be one of {sorted(PROGRAM_LANGUAGES)}, got {language!r}")
+    if form not in FORMS_OF_TASK: raise ValueError(f"form must be one of {FORMS_OF_TASK}, got {form!r}")
+    if isinstance(texts, str): raise TypeError("texts must be a list of programs: write [text] for one (or use read_program)")
+    empty = {k for k, t in enumerate(texts) if not isinstance(t, str) or not t.strip()}
+    todo = [t for k, t in enumerate(texts) if k not in empty]
+    answers = iter(_answers(todo, [] if language == "coffee" else ["--js"], toolchain, 5000, None) if todo else [])
+    return [ValueError(f"{language}: expected a program's text, got {t!r:.60}") if k in empty else
+            _program_form(t, next(answers), language, form) for k, t in enumerate(texts)]
+
 def read_program(text:str, # one program
                  language:str, # "coffee" or "js" (`PROGRAM_LANGUAGES`)
                  form:str="tree", # "tree" (the compiler's or acorn's, as the sets hold it) or "tokens"
                  toolchain:Path|str|None=None, # the folder of translate.js (None: `TOOLCHAIN`)
                 ) -> Tree|list[str]: # the tree (not binarised), or the token list
-    "One program of yours in the form a `cs2js` / `js2cs` task reads its sources, made by the pinned toolchain."
-    if language not in PROGRAM_LANGUAGES: raise ValueError(f"language must be one of {sorted(PROGRAM_LANGUAGES)}, got {language!r}")
-    if form not in FORMS_OF_TASK: raise ValueError(f"form must be one of {FORMS_OF_TASK}, got {form!r}")
-    if not isinstance(text, str) or not text.strip(): raise ValueError(f"{language}: expected a program's text, got {text!r:.60}")
-    if language == "coffee": rec = coffee_record(text, translate_coffee([text], toolchain)[0])
-    else:
-        r, (head, tail) = parse_javascript([text], toolchain)[0], JS_WRAPPER
-        rec = {"js_tokens": [t if v is None else v for t, v in r["js_tokens"]][len(head):-len(tail)], "js_tree": r["js_tree"]}
-    side = PROGRAM_LANGUAGES[language]
-    return side_tokens(rec, side) if form == "tokens" else Tree.from_parents(*rec[f"{side}_tree"])
+    "One program of yours in the form a `cs2js` / `js2cs` task reads its sources (`read_programs` reads many at once)."
+    (out,) = read_programs([text], language, form, toolchain)
+    if isinstance(out, ValueError): raise out
+    return out

@@ -20,7 +20,7 @@ from .runs import Run
 from .config import import_modules
 from .pairs import FORMATS, MAX_INPUT_NODES, parse_for, read_input, read_lines, to_python
 from .for2lam import MAX_FOR_NESTING
-from .coffee import PROGRAM_LANGUAGES, read_program, toolchain_problem
+from .coffee import PROGRAM_LANGUAGES, read_program, read_programs, toolchain_problem
 from .yaml_reader import link_path, read_yaml
 from .tasks import SOURCE_NORMALS
 
@@ -63,7 +63,8 @@ def _source(run:Run, x, format:str|None, k:int, max_nesting:int=MAX_FOR_NESTING)
     "One input as (tree or None, token list) in the form the task's sources have."
     spec = run.spec
     fmt = format or spec.src_format
-    if isinstance(x, Tree): pass                                         # read already (treepe-predict's For programs)
+    if isinstance(x, ValueError): raise ValueError(f"{k}: {x}")           # a program `_read_programs` refused
+    if isinstance(x, Tree) or isinstance(x, list) and fmt in PROGRAM_LANGUAGES: pass   # read already (For, programs)
     elif fmt == "words" and isinstance(x, str): x = docstring_tokens(x)    # a docstring line, cut as the task cuts it
     elif fmt in PROGRAM_LANGUAGES:                                      # CoffeeScript or JavaScript, through Node
         try: x = read_program(x, fmt, "tokens" if spec.source == "sequence" else "tree")
@@ -81,6 +82,14 @@ def _source(run:Run, x, format:str|None, k:int, max_nesting:int=MAX_FOR_NESTING)
         try: x = SOURCE_NORMALS[spec.src_normal](x)
         except (ValueError, TypeError) as e: raise ValueError(f"{k}: {e}") from None
     return (x.lcrs() if spec.src_binary else x), None
+
+def _read_programs(run:Run, inputs:Sequence, language:str) -> list:
+    "The CoffeeScript or JavaScript texts among `inputs` read through one Node process; a refused one: its `ValueError`."
+    at = [k for k, x in enumerate(inputs) if isinstance(x, str)]
+    out = list(inputs)
+    for k, x in zip(at, read_programs([inputs[k] for k in at], language,
+                                      "tokens" if run.spec.source == "sequence" else "tree")): out[k] = x
+    return out
 
 def _encoded(run:Run, x, format:str|None, unknown:str, what:str, max_nesting:int=MAX_FOR_NESTING):
     "One input as the model reads it: (its tree or None, its source ids, its unknown tokens), checked against the run's limits."
@@ -163,6 +172,7 @@ def predict(run:Run, # from `load_run`
             raise ValueError(f"{what} must be an integer >= 1{' or None' if what != 'batch_size' else ''}, got {x!r}")
     if max_output_nodes is None: max_output_nodes = run.config.max_output_nodes
     if names is None: names = [f"input {k}" for k in range(len(inputs))]
+    if (format or spec.src_format) in PROGRAM_LANGUAGES: inputs = _read_programs(run, inputs, format or spec.src_format)
     elif len(names) != len(inputs): raise ValueError(f"names must name every input: {len(names)} for {len(inputs)}")
     device, out = next(run.model.parameters()).device, []
     for start in range(0, len(inputs), batch_size):
