@@ -186,3 +186,16 @@ def test_the_seed_draws_the_sample_and_nothing_else(small_corpus):
     meta = lambda built: [e.meta for e in built["splits"][0]]
     assert meta(a) == meta(b) and meta(a) != meta(c)
     assert tok_a.to_str() == tok_c.to_str()             # the tokenizer comes from the whole training split
+
+
+def test_a_users_file_gives_every_named_function(small_corpus):
+    from treepe_nb.code_names import file_examples
+    tokenizer = train_tokenizer((fn.text for fn in small_corpus.splits["train"]), 500)
+    vocab = SeqVocab(["get", "size"])
+    text = "class A:\n    def __init__(self): self.x = 1\n    def get_size(self): return self.x\n    def p(self): pass\n"
+    functions, examples = file_examples(text, "python", tokenizer, vocab)
+    assert [fn.name for fn in functions] == ["__init__", "get_size", "p"]
+    assert [len(e.src_pos) for e in examples] == [len(tokenizer.encode(fn.text).ids) for fn in functions]
+    assert list(examples[1].tgt_ids) == [vocab.encode(["get"])[0], vocab.encode(["size"])[0]]
+    with pytest.raises(ValueError, match="cannot be read"):
+        file_examples(text, "python", tokenizer, vocab, max_tokens=3)
