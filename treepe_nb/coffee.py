@@ -418,6 +418,7 @@ def read_programs(texts:Sequence[str], # programs, all in one language
     return [ValueError(f"{language}: expected a program's text, got {t!r:.60}") if k in empty else
             _program_form(t, next(answers), language, form) for k, t in enumerate(texts)]
 
+# %% ../nbs/08ca_coffee.ipynb #a16bfd07
 def read_program(text:str, # one program
                  language:str, # "coffee" or "js" (`PROGRAM_LANGUAGES`)
                  form:str="tree", # "tree" (the compiler's or acorn's, as the sets hold it) or "tokens"
