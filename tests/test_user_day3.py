@@ -164,3 +164,17 @@ def test_the_start_line_explains_the_target_vocabulary():
     from treepe_nb.train import _target_tokens
     vocab = ArityVocab([("f", (0, 1)), ("f", (0,)), ("a", ())], n=2)
     assert _target_tokens(vocab) == "6 target tokens (2 labels, each once per pattern of child slots it was seen with, and 3 specials)"
+
+
+def test_the_summary_reads_as_sentences():
+    "`treepe-train` ended with 30 lines of JSON; `summary_text` says what each number is (wiring it into the command is 09c's)."
+    from treepe_nb.train import summary_text
+    m = {"perplexity": 1.25, "token_accuracy": 0.9, "exact_match": 0.5, "decoded": 40}
+    s = {"run": "runs/x", "step": 1000, "best_step": 750, "exact_match": 0.5, "stopped_early": None, "seconds": 61.2,
+         "dev": {"step": 1000, **m}, "dropped": {"repeated in a file": 3}, "test": {"step": 750, **m}}
+    assert summary_text(s).splitlines() == [
+        "runs/x: 1,000 steps in 61 s", "best.pt: step 750, the run's best dev exact match, 0.500",
+        "last dev evaluation (step 1,000): perplexity 1.250, token accuracy 0.900, exact match 0.500 of 40 decoded",
+        "left out of the data: 3 repeated in a file",
+        "test split, scored with best.pt: perplexity 1.250, token accuracy 0.900, exact match 0.500 of 40 decoded",
+        "runs/x/summary.json holds all of it"]

@@ -33,7 +33,7 @@ from .runs import (RunFolder, RunLock, append_record, load_checkpoint, read_metr
 
 # %% auto #0
 __all__ = ['STOP_WAIT', 'amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
-           'eval_record', 'dropped_examples', 'Interrupted', 'TrainRecipe', 'train', 'plot_run']
+           'eval_record', 'dropped_examples', 'Interrupted', 'TrainRecipe', 'train', 'summary_text', 'plot_run']
 
 # %% ../nbs/09a_train.ipynb #82dd9fc3
 def amp_context(amp:str, # one of `AMP_MODES`
@@ -410,6 +410,12 @@ def save(self:TrainRecipe, name:str # `RunFolder.LAST` or `RunFolder.BEST`
                     since_best=self.since_best, best_perplexity=self.best_ppl, seconds=self.seconds(), config=self.cfg.to_dict())
 
 # %% ../nbs/09a_train.ipynb #a77c13e5
+def _scores(m:dict, decoded:bool=False) -> str:
+    "An evaluation's scores in words (`decoded`: with how many examples exact match decoded)."
+    em = ("none decoded" if m["exact_match"] is None else
+          f"{m['exact_match']:.3f}" + (f" of {m['decoded']} decoded" if decoded else ""))
+    return f"perplexity {m['perplexity']:.3f}, token accuracy {m['token_accuracy']:.3f}, exact match {em}"
+
 @patch
 def evaluate_dev(self:TrainRecipe):
     "Score dev, record it, keep best.pt if it improves, decide whether to stop early, save last.pt (first process only)."
@@ -428,9 +434,8 @@ def evaluate_dev(self:TrainRecipe):
         elif cfg.patience and self.since_best >= cfg.patience and self.step >= cfg.min_steps:
             self.early = f"no better dev {cfg.best_metric} in {self.since_best} evaluations (patience={cfg.patience})"
         self.save(RunFolder.LAST)
-        em = "none decoded" if m["exact_match"] is None else f"{m['exact_match']:.3f}"
-        tqdm.write(f"step {self.step}: dev perplexity {m['perplexity']:.3f}, token accuracy {m['token_accuracy']:.3f}, "
-                   f"exact match {em}" + (f"; stopping early: {self.early}" if self.early else ""), file=sys.stderr)
+        tqdm.write(f"step {self.step}: dev {_scores(m)}" + (f"; stopping early: {self.early}" if self.early else ""),
+                   file=sys.stderr)
     if self.world > 1: dist.barrier()
 
 # %% ../nbs/09a_train.ipynb #69ce5ec9
@@ -551,6 +556,23 @@ def train(cfg:TrainConfig, # the run's settings
          ) -> dict: # the final dev metrics, the best step, why it stopped early (or None), the run folder (and the test score)
     "Train a model as `cfg` says, evaluating on dev, writing records and checkpoints into `cfg.out` (`TrainRecipe`)."
     return TrainRecipe(cfg if test is None else replace(cfg, test=test), progress, stop_at, log_every).run(resume, overwrite)
+
+# %% ../nbs/09a_train.ipynb #85b2c9d1
+def summary_text(summary:dict, # what `train` returns (also the run's summary.json)
+                ) -> str: # a few lines, each saying what its numbers are
+    """`train`'s summary for a person: how far the run went and why it stopped, the step best.pt holds and its dev score,
+    the last dev evaluation, what was left out of the data, the test score, and where the whole summary is kept."""
+    run, best = summary["run"], next((m for m in BEST_METRICS if m in summary), "exact_match")
+    stopped = f", stopped early: {summary['stopped_early']}" if summary.get("stopped_early") else ""
+    lines = [f"{run}: {summary['step']:,} steps in {summary['seconds']:.0f} s{stopped}"]
+    if summary.get("best_step") is None: lines.append("best.pt: none yet (no evaluation; last.pt holds the last step)")
+    else: lines.append(f"best.pt: step {summary['best_step']:,}, the run's best dev {best.replace('_', ' ')}, "
+                       f"{summary[best]:.3f}")
+    if summary.get("dev"): lines.append(f"last dev evaluation (step {summary['dev']['step']:,}): {_scores(summary['dev'], True)}")
+    if summary.get("dropped"):
+        lines.append("left out of the data: " + ", ".join(f"{v} {k}" for k, v in summary["dropped"].items()))
+    if summary.get("test"): lines.append(f"test split, scored with best.pt: {_scores(summary['test'], True)}")
+    return "\n".join(lines + [f"{Path(run) / RunFolder.SUMMARY} holds all of it"])
 
 # %% ../nbs/09a_train.ipynb #6835eade
 def plot_run(run:str|Path, # a run folder
