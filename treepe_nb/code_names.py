@@ -395,7 +395,8 @@ def code_name_examples(functions:Sequence[CodeFunction], # one split of a `CodeC
         except ValueError: dropped["the masked text does not parse"] += 1; continue
         pos = token_positions(tree, enc.offsets, lcrs=lcrs, n=2 if lcrs else None, max_depth=max_depth, overflow=overflow)
         K = max(1, min(max_depth, int(pos.depth.max())))              # narrower when no token is deeper than K
-        pos = TreePositions(pos.paths[:, :K].to(torch.int8 if lcrs else torch.int16), pos.depth.to(torch.int16), True)
+        depth = pos.depth.clamp(max=K).to(torch.int16)                 # a truncated path holds its last K steps
+        pos = TreePositions(pos.paths[:, :K].to(torch.int8 if lcrs else torch.int16), depth, True)
         ids, words = np.asarray(enc.ids, np.int64), fn.subtokens
         kind = None if kinds is None else token_kinds(tree, enc.offsets, kinds, unknown_kind=1).numpy()
         out.append(TokenExample(ids, np.array(words, object), ids + shift, tgt_vocab.encode(words, unknown="unk"),
@@ -457,7 +458,8 @@ def code_names_data(corpus:CodeCorpus, # from `stdlib_corpus` or `javascript_cor
                 tokenizer_sha256=hashlib.sha256(tokenizer.to_str().encode()).hexdigest(), min_count=min_count,
                 num_kinds=None if table is None else max(table.values()) + 1, max_depth=max_depth, lcrs=lcrs)
     return dict(splits=splits, src_vocab=SeqVocab(range(tokenizer.get_vocab_size())), tgt_vocab=tgt_vocab,
-                source="tree", target="sequence", n=2 if lcrs else None, src_order="dfs", info=info), tokenizer
+                source="tree", target="sequence", n=2 if lcrs else None, src_order="dfs", src_given=True,
+                src_format=corpus.language, num_kinds=info["num_kinds"], info=info), tokenizer
 
 # %% ../nbs/08cb_code_names.ipynb #6c8aad6a
 CORPORA = {"python": stdlib_corpus, "javascript": javascript_corpus}   # language -> its corpus

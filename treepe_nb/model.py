@@ -202,8 +202,9 @@ class Transformer(nn.Module):
         src_pe, tgt_pe = cfg.encodings
         check_reads(src_pe, spec.source, f"the source of {spec.name}")
         if not labels: check_reads(tgt_pe, spec.target, f"the target of {spec.name}")
+        kinds = getattr(spec, "num_kinds", None)              # the data's own node kinds (code), over the default
         return cls(TransformerConfig(
-            **{f.name: getattr(cfg, f.name) for f in fields(ModelConfig)},
+            **{f.name: getattr(cfg, f.name) for f in fields(ModelConfig)} | ({"num_kinds": kinds} if kinds else {}),
             src_vocab=len(src_vocab), tgt_vocab=None if labels else len(tgt_vocab),
             num_labels=len(tgt_vocab) if labels else None, n=spec.n or 2,
             max_depth=spec.max_depth if spec.max_depth is not None else 32))

@@ -16,16 +16,18 @@ from .trees import Tree, batch_positions
 from .commands import command_error, int_at_least
 from .corpora import docstring_tokens, yaml_example, yaml_key_nodes, yaml_targets, yaml_trees
 from .batching import Collator
-from .runs import Run
+from .runs import Run, RunFolder
 from .config import import_modules
 from .pairs import FORMATS, MAX_INPUT_NODES, parse_for, read_input, read_lines, to_python
 from .for2lam import MAX_FOR_NESTING
 from .coffee import PROGRAM_LANGUAGES, read_program, read_programs, toolchain_problem
+from .code_names import TokenCollator, code_name_examples, file_functions, load_tokenizer, node_kinds
 from .yaml_reader import link_path, read_yaml
 from .tasks import SOURCE_NORMALS
 
 # %% auto #0
-__all__ = ['INPUT_FORMATS', 'load_run', 'Prediction', 'predict', 'input_blocks', 'read_for_at', 'predict_cli', 'suggest_keys']
+__all__ = ['INPUT_FORMATS', 'load_run', 'Prediction', 'predict', 'input_blocks', 'read_for_at', 'predict_cli', 'suggest_keys',
+           'predict_names']
 
 # %% ../nbs/09d_predict.ipynb #3ff86125
 def load_run(folder:str|Path, # a run folder written by `train`
@@ -316,6 +318,7 @@ def predict_cli(argv:Sequence[str]|None=None):
         import_modules(args.imports)
         run = load_run(args.run, args.checkpoint, args.device)
         if run.spec.target == "labels": return _suggest_cli(run, args, where, errors)
+        if run.spec.src_given: return _names_cli(run, args, where)
         if (args.nbest or 1) > 1 and not args.jsonl: p.error("--nbest writes several outputs per input: give --jsonl too")
         rows = _input_rows(args, args.format or run.spec.src_format, where)
         if errors == "raise" and (bad := next((r["bad"] for r in rows if r["bad"]), None)): raise ValueError(bad)
@@ -487,3 +490,45 @@ def _suggest_cli(run:Run, args, where:str, errors:str):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         command_error("treepe-predict", f"cannot write the output: {e.strerror or e}")
     _said_unknown(unknown, "document")
+
+# %% ../nbs/09d_predict.ipynb #967c2a52
+def predict_names(run:Run, # a code-names run (`load_run`)
+                  source:str, # the text of a file in the run's language (`run.spec.src_format`: python or javascript)
+                  beam:int|None=None, # beam width (None: greedy)
+                  batch_size:int=32, # functions decoded at once
+                 ) -> list[dict]: # per named function: line, name (as written), predicted (subtokens), text, score, error
+    "The name a code-names run gives each named function of a file (its name masked, as in training)."
+    spec, info = run.spec, run.vocab["info"]
+    if not spec.src_given: raise ValueError(f"a {spec.name} run does not name functions: predict_names needs a code-names run")
+    tokenizer = load_tokenizer(run.folder / RunFolder.TOKENIZER)
+    functions, _ = file_functions(source, spec.src_format, docs=False, constructors=True, trivial=True)
+    kinds = node_kinds(spec.src_format) if info.get("num_kinds") else None
+    rows, todo = [], []
+    for fn in functions:
+        ex, dropped = code_name_examples([fn], tokenizer, run.tgt_vocab, lcrs=info.get("lcrs", True), kinds=kinds,
+                                         max_depth=spec.max_depth, max_tokens=info.get("max_tokens", 512))
+        rows.append(dict(line=fn.line, name=fn.name, predicted=None, text=None, score=None,
+                         error=None if ex else f"line {fn.line}, {fn.name}: cannot be read ({', '.join(dropped)})"))
+        if ex: todo.append((rows[-1], ex[0]))
+    collate = TokenCollator("tree", "sequence", spec.src_order, spec.tgt_order, spec.max_depth)
+    device = next(run.model.parameters()).device
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start:start + batch_size]
+        batch = collate([e for _, e in chunk])
+        gen = run.model.generate(batch.src_ids.to(device), batch.src_pos.to(device), order=spec.tgt_order, beam=beam,
+                                 max_output_nodes=run.config.max_output_nodes, return_all=True)
+        for (row, _), hyps in zip(chunk, gen):
+            words = [str(w) for w in run.tgt_vocab.decode(hyps[0][0])]
+            row.update(predicted=words, text="_".join(words), score=float(hyps[0][1]))
+    return rows
+
+def _names_cli(run:Run, args, where:str):
+    "`treepe-predict` on a code-names run: the name it gives each function of the file, one line each."
+    for flag, given in ((f"--format {args.format}", args.format not in (None, run.spec.src_format)), ("--field", args.field)):
+        if given: raise ValueError(f"a {run.spec.name} run reads {run.spec.src_format} files: {flag} cannot be given")
+    rows = predict_names(run, "\n".join(read_lines(args.file)) + "\n", args.beam)
+    if not rows: print(f"treepe-predict: {where} has no named function", file=sys.stderr)
+    for r in rows:
+        if r["error"]: print(f"treepe-predict: {where}, {r['error']}", file=sys.stderr)
+        if args.jsonl: print(json.dumps(r))
+        elif not r["error"]: print(f"{where}, line {r['line']}: {r['name']} -> {r['text']}")

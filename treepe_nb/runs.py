@@ -92,7 +92,8 @@ class RunFolder:
     its summary, and the one check that a checkpoint's weights fit the model of its settings."""
     CONFIG, VOCAB, METRICS, SUMMARY = "config.yaml", "vocab.json", "metrics.jsonl", "summary.json"
     BEST, LAST = "best.pt", "last.pt"
-    FILES = (CONFIG, VOCAB, METRICS, LAST, BEST, SUMMARY)   # what a run writes (besides eval_*.json and tensorboard/)
+    TOKENIZER = "tokenizer.json"                            # a task's own subword tokenizer (code-names), as data
+    FILES = (CONFIG, VOCAB, METRICS, LAST, BEST, SUMMARY, TOKENIZER)   # what a run writes (and eval_*.json, tensorboard/)
     RESUME_ORDER = (LAST, BEST)                             # a resume continues from the newest state
 
     def __init__(self, path:str|Path # the folder (it need not exist yet)
@@ -338,7 +339,9 @@ def _vocab_record(task) -> dict:
 def save_vocab(run:str|Path, # a run folder
                task, # a `tasks.Task`: its vocabularies, its `TaskSpec` and `info`
               ) -> Path:
-    "Write the task's `TaskSpec`, vocabularies and `info` into `run/vocab.json` (atomically), as `VOCAB_KEYS`."
+    """Write the task's `TaskSpec`, vocabularies and `info` into `run/vocab.json` (atomically), as `VOCAB_KEYS`; a task
+    with a tokenizer of its own (code-names) writes it beside, as `tokenizer.json`, which `predict` reads as data."""
+    if getattr(task, "tokenizer", None) is not None: write_run_file(Path(run) / RunFolder.TOKENIZER, task.tokenizer.to_str())
     path = Path(run) / RunFolder.VOCAB
     return write_run_file(path, json.dumps(_vocab_record(task)))
 

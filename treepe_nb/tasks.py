@@ -27,6 +27,7 @@ from .corpora import (YAML_SAMPLE, docstring_functions, docstring_tokens, yaml_c
                                yaml_keys_task, k8s_keys_task, K8S_CORPUS, YAML_TARGETS, NODE_KINDS, yaml_key_nodes,
                                yaml_targets, yaml_example)
 from .coffee import coffee_builder
+from .code_names import TokenCollator, code_names_builder
 from .for2lam import KINDS as FOR2LAM_KINDS, for2lam_builder, left_nested
 from .semparse import DATASETS as SEMPARSE_DATASETS, semparse_builder
 from .pairs import pairs_task
@@ -289,6 +290,8 @@ class TaskSpec:
     src_binary: bool = False          # a user's source tree is binarised (`Tree.lcrs`) before the model reads it
     tgt_binary: bool = False          # a decoded tree is un-binarised (`Tree.unlcrs`) before it is written
     src_normal: str|None = None       # a `SOURCE_NORMALS` name: put a user's source tree in the training data's form first
+    src_given: bool = False           # the examples carry their sources' tree positions (`TokenExample.src_pos`, chapter 8cb)
+    num_kinds: int|None = None        # node kinds the sources carry (the additive encoding's table); None: the model's
 
     def __post_init__(self):
         object.__setattr__(self, "src_format", self.src_format or SIDE_FORMATS[self.source])
@@ -314,6 +317,7 @@ class Task:
     tgt_vocab: SeqVocab|ArityVocab
     info: dict = field(default_factory=dict)   # generator settings, data source, licence, filters
     config: TaskConfig|None = None    # the config the task was built from
+    tokenizer: object = None          # the task's own subword tokenizer (code-names), saved in a run folder
 
     def __post_init__(self):
         if not isinstance(self.spec, TaskSpec): raise TypeError(f"Task needs a TaskSpec first, got {self.spec!r:.80}")
@@ -323,7 +327,8 @@ class Task:
         return {"train": self.train, "dev": self.dev, "test": self.test}
     @property
     def collate(self) -> Collator:
-        "The `Collator` of this task (orders and path width fixed)."
+        "The `Collator` of this task (orders and path width fixed; `TokenCollator` where examples carry positions)."
+        if self.src_given: return TokenCollator("tree", self.target, self.src_order, self.tgt_order, self.max_depth)
         return Collator(self.source, self.target, self.src_order, self.tgt_order, self.max_depth)
     def loader(self, split:str="train", # "train", "dev" or "test"
                batch_size:int=64, **kwargs) -> DataLoader:
@@ -403,6 +408,7 @@ def make_task(config:TaskConfig|str, # a `TaskConfig`, or a task name followed b
     deepest = -1
     for split, examples in splits.items():
         for i, e in enumerate(examples):
+            if getattr(e, "src_pos", None) is not None: deepest = max(deepest, e.src_pos.paths.shape[1])   # its width K
             for side in ("src", "tgt"):
                 d = _tree_depth(getattr(e, side))
                 if max_depth is not None and d > max_depth:
@@ -414,9 +420,9 @@ def make_task(config:TaskConfig|str, # a `TaskConfig`, or a task name followed b
     built.setdefault("n", 2 if deepest >= 0 else None)
     spec = TaskSpec(name, max_depth=max_depth if deepest >= 0 else None,
                     **{f.name: built.pop(f.name) for f in fields(TaskSpec) if f.name in built and f.name not in ("name", "max_depth")})
-    unknown = set(built) - {"src_vocab", "tgt_vocab", "info"}
+    unknown = set(built) - {"src_vocab", "tgt_vocab", "info", "tokenizer"}
     if unknown: raise ValueError(f"the builder of {name} returned {', '.join(sorted(unknown))}: not a TaskSpec field nor "
-                                 f"src_vocab, tgt_vocab, info, splits or keep_repeats")
+                                 f"src_vocab, tgt_vocab, info, tokenizer, splits or keep_repeats")
     task = Task(spec, *(TaskDataset(examples, f"{name}/{split}") for split, examples in splits.items()),
                 config=config, **built)
     task.collate                                       # a `Collator` checks the builder's modalities and orders
@@ -510,6 +516,7 @@ SOURCE_NORMALS["left-nested-seq"] = left_nested     # Chen et al.'s sources nest
 # %% ../nbs/08f_tasks.ipynb #21f5324f
 for _direction in ("cs2js", "js2cs"):   # Chen et al.'s CoffeeScript <-> JavaScript sets: chapter 8ca
     register_task(_direction, coffee_builder(_direction), replace=True, files=("data",))
+register_task("code-names", code_names_builder(), replace=True, all_data=True)   # real functions' names: chapter 8cb
 
 # %% ../nbs/08f_tasks.ipynb #15376cd7
 for _name in SEMPARSE_DATASETS: register_task(_name, semparse_builder(_name), replace=True, files=("data",), all_data=True)
