@@ -1,6 +1,6 @@
 """Issue #74 ("A user's day, round 3"): the library without the notebook stack, stored measurements shipped with the
 package, one kernel warning per environment without a compiler, and the smaller items."""
-import os, subprocess, sys
+import json, os, subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,3 +178,26 @@ def test_the_summary_reads_as_sentences():
         "left out of the data: 3 repeated in a file",
         "test split, scored with best.pt: perplexity 1.250, token accuracy 0.900, exact match 0.500 of 40 decoded",
         "runs/x/summary.json holds all of it"]
+
+
+def test_treepe_train_ends_in_sentences_on_a_terminal_and_in_json_when_piped(tmp_path):
+    "Item 8: treepe-train ended with a 30-line JSON dump; a terminal now gets `summary_text`, a pipe still gets JSON."
+    import os, pty, subprocess, sys
+    args = [sys.executable, "-c", "from treepe_nb.cli import train_cli; train_cli()", "--task", "tree-copy", "--steps", "2",
+            "--eval-every", "0", "--d-model", "16", "--num-heads", "2", "--enc-layers", "1", "--dec-layers", "1",
+            "--batch-size", "4", "--sizes", "16", "4", "4", "--no-progress", "--threads", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    main, side = pty.openpty()
+    done = subprocess.run([*args, "--out", str(tmp_path / "a")], stdout=side, stderr=subprocess.PIPE, env=env, timeout=300)
+    os.close(side)
+    out = b""
+    while True:
+        try: chunk = os.read(main, 65536)
+        except OSError: break
+        if not chunk: break
+        out += chunk
+    os.close(main)
+    text = out.decode()
+    assert done.returncode == 0 and "summary.json holds all of it" in text and "{" not in text, text
+    piped = subprocess.run([*args, "--out", str(tmp_path / "b")], capture_output=True, text=True, env=env, timeout=300)
+    assert piped.returncode == 0 and json.loads(piped.stdout)["step"] == 2, piped.stdout[:500]

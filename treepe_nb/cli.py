@@ -20,7 +20,7 @@ from .yaml_reader import load_yaml_data
 from .commands import command_error, int_at_least
 from .config import (TrainConfig, import_modules, nested_settings, read_run_file, resolve_device,
                               BEST_METRICS, AMP_MODES)
-from .train import eval_record, evaluate, train, Interrupted
+from .train import eval_record, evaluate, summary_text, train, Interrupted
 from . import __version__
 
 # %% auto #0
@@ -74,7 +74,8 @@ def _plain_help(comment:str) -> str:
 def _train_parser() -> argparse.ArgumentParser:
     "The parser of `treepe-train`, generated from the dataclasses; an option not given is absent from its result."
     p = argparse.ArgumentParser(prog="treepe-train", description="Train a transformer with one positional encoding "
-                                "on one task; records, checkpoints and curves go to --out.")
+                                "on one task; records, checkpoints and curves go to --out. It ends with a summary: "
+                                "in sentences on a terminal, as JSON (summary.json's) when its output is piped.")
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON file of options, with task: and model: sections (the command "
                    "line overrides it)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt, with the "
@@ -305,11 +306,12 @@ def train_cli(argv:Sequence[str]|None=None):
         where = e.filename or (cfg.out if cfg is not None else "the run folder")
         command_error("treepe-train", f"{where}: {e.strerror or e}" if e.filename else f"{e.strerror or e}")
     if int(os.environ.get("RANK", "0")) != 0: return
-    if (t := summary.get("test")) is not None and cfg.test:                  # best.pt's test score, scored by train
+    if sys.stdout.isatty(): print(summary_text(summary))                    # a person: sentences, the test score too
+    elif (t := summary.get("test")) is not None and cfg.test:               # a program: best.pt's test score, scored by train
         em = "none decoded" if t["exact_match"] is None else f"{t['exact_match']:.3f} of {t['decoded']} decoded"
         print(f"test (best.pt, step {t['step']}): perplexity {t['perplexity']:.3f}, token accuracy "
               f"{t['token_accuracy']:.3f}, exact match {em}", file=sys.stderr)
-    print(json.dumps(summary, indent=1))
+    if not sys.stdout.isatty(): print(json.dumps(summary, indent=1))
     if (advice := run_advice(cfg.out)) is not None: print(f"treepe-train: {advice}", file=sys.stderr)
 
 def eval_cli(argv:Sequence[str]|None=None):

@@ -210,7 +210,7 @@ def seed_sd_interval(seed_sd:float, # s_d, the standard deviation of the per-see
     if not (isinstance(seeds, (int, np.integer)) and seeds >= 2): raise ValueError(f"seeds must be an integer >= 2 (one seed has no spread), got {seeds!r}")
     if not (math.isfinite(seed_sd) and seed_sd >= 0): raise ValueError(f"seed_sd must be finite and >= 0, got {seed_sd}")
     _check_draws(level, 1)
-    from scipy.stats import chi2
+    chi2 = optional_import("scipy.stats", "stats", "seed_sd_interval").chi2
     df = seeds - 1
     return (seed_sd * math.sqrt(df / chi2.ppf((1 + level) / 2, df)), seed_sd * math.sqrt(df / chi2.ppf((1 - level) / 2, df)))
 

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 from torch.utils.data import DataLoader
 from fastcore.basics import patch
-from .trees import Tree, check_order, content_key
+from .trees import Tree, check_order, content_key, optional_import
 from .attention import check_registry_name
 from .model_config import YAML_NUMBER_HINT
 from .yaml_reader import NodeKind
@@ -467,7 +467,7 @@ def plot_stats(self:Task, split:str="train", # which split
                axes=None, # three matplotlib axes (default: a new figure)
               ):
     "Histograms of source and target lengths and of tree depths in one split."
-    import matplotlib.pyplot as plt
+    plt = optional_import("matplotlib.pyplot", "plots", "Task.plot_stats")
     if axes is None: _, axes = plt.subplots(1, 3, figsize=(7, 2.4))
     data = self.splits[split]
     sd = np.array([_size_depth(e.src) for e in data]); td = _target_sizes(self, data)
@@ -485,7 +485,7 @@ def draw(self:Task, i:int=0, # example index
          max_nodes:int=80, # larger trees are not drawn
         ):
     "Draw example `i`: source and target trees side by side (sequences as text)."
-    import matplotlib.pyplot as plt
+    plt = optional_import("matplotlib.pyplot", "plots", "Task.draw")
     e = self.splits[split][i]
     fig, axes = plt.subplots(1, 2, figsize=(10, 2.8), gridspec_kw=dict(width_ratios=[1, 1]))
     for ax, x, title in ((axes[0], e.src, "source"), (axes[1], e.tgt, "target")):
