@@ -26,7 +26,7 @@ __all__ = ['MASK', 'FUNCTION_NODES', 'NAME_NODES', 'BODY_NODES', 'PARAMETER_NODE
            'stdlib_files', 'split_of', 'CodeCorpus', 'code_corpus', 'stdlib_corpus', 'write_bundle', 'read_bundle',
            'javascript_corpus', 'train_tokenizer', 'save_tokenizer', 'load_tokenizer', 'function_tree', 'node_kinds',
            'TokenExample', 'code_name_examples', 'TokenCollator', 'code_names_data', 'code_names_builder',
-           'file_examples']
+           'file_examples', 'subtoken_counts', 'subtoken_f1']
 
 # %% ../nbs/08cb_code_names.ipynb #78e920a9
 _SUBTOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W\d_]+")
@@ -489,3 +489,23 @@ def file_examples(source:str, # the text of a user's file
     examples, dropped = code_name_examples(functions, tokenizer, tgt_vocab, **options)
     if dropped: raise ValueError(f"{sum(dropped.values())} function(s) of the file cannot be read: {dict(dropped)}")
     return functions, examples
+
+# %% ../nbs/08cb_code_names.ipynb #38208c6e
+def subtoken_counts(predicted:Sequence[Sequence], # per example: the predicted subtokens (ids or strings)
+                    gold:Sequence[Sequence], # per example: the true name's subtokens
+                    unknown=None, # the `<unk>` id (or string): it never counts as a match
+                   ) -> dict: # subtoken_tp, subtoken_fp, subtoken_fn: one count per example
+    "Per example, the predicted subtokens the true name has (tp), does not have (fp), and the true ones missed (fn)."
+    if len(predicted) != len(gold): raise ValueError(f"{len(predicted)} predictions for {len(gold)} names")
+    tp, fp, fn = [], [], []
+    for p, g in zip(predicted, gold):
+        p, g = set(p), set(g) - {unknown}
+        tp.append(len(p & g)); fp.append(len(p - g)); fn.append(len(g - p))
+    return dict(subtoken_tp=tp, subtoken_fp=fp, subtoken_fn=fn)
+
+def subtoken_f1(counts:dict, # `subtoken_counts` (or a record holding them)
+               ) -> dict: # precision, recall, f1 over all examples (micro-averaged, as code2seq reports them)
+    "Precision, recall and F1 over subtokens from summed per-example counts (0 where a denominator is 0)."
+    tp, fp, fn = (sum(counts[f"subtoken_{k}"]) for k in ("tp", "fp", "fn"))
+    p, r = tp / (tp + fp) if tp + fp else 0.0, tp / (tp + fn) if tp + fn else 0.0
+    return dict(precision=p, recall=r, f1=2 * p * r / (p + r) if p + r else 0.0)

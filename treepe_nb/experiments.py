@@ -25,6 +25,7 @@ from .evidence import (clean_code, code_version, results_dir, bootstrap_statisti
 from .yaml_keys import yaml_analysis, k8s_probe         # chapter 9f's analyses: run_cell stores them in yaml-keys records
 from .yaml_note import nesting_probe, note_analysis     # chapter 9g's: in k8s-keys records
 from .commands import int_at_least
+from .code_names import subtoken_counts, subtoken_f1
 from .grids import APE_DECAY, GRIDS, TARGETS, TREE_ENCODINGS, grid_configs   # chapter 9h: what each grid trains
 from .yaml_reader import load_yaml_data
 
@@ -82,6 +83,9 @@ def test_metrics(model, task, split: str = "test", batch_size: int = 64, max_out
     hits = exact_match(out, refs)
     m.update(exact_match=float(hits.float().mean()), decoded=len(refs), exact_matches=hits.tolist(), beam=beam)
     if task.target == "tree": m["tree_f1"] = sum(map(tree_f1, out, refs)) / len(refs)
+    if task.src_given:                                   # code-names: code2seq's subtoken counts, per example
+        m.update(subtoken_counts(out, refs, task.tgt_vocab.unk))
+        m["subtoken_f1"] = subtoken_f1(m)["f1"]
     return m
 
 

@@ -12,9 +12,9 @@ from .tasks import TaskConfig
 from .train import TrainConfig
 
 # %% auto #0
-__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'SQ_CS2JS', 'SQ_RECIPE',
-           'RECIPE_CHANGES', 'SEMPARSE_RECIPE', 'TYPED_RECIPE', 'ATIS_PAPER', 'K8S_NOTE', 'TARGETS', 'SEMPARSE_METHODS',
-           'GRIDS', 'nest_settings', 'grid_configs']
+__all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'SQ_CS2JS', 'CODE_SOURCES',
+           'CODE_NAMES', 'SQ_RECIPE', 'RECIPE_CHANGES', 'SEMPARSE_RECIPE', 'TYPED_RECIPE', 'ATIS_PAPER', 'K8S_NOTE',
+           'TARGETS', 'SEMPARSE_METHODS', 'GRIDS', 'nest_settings', 'grid_configs']
 
 # %% ../nbs/09h_grids.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -36,6 +36,12 @@ SQ_CS2JS = {**SQ_PLATEAU,  # Shiv & Quirk's CoffeeScript <-> JavaScript runs: th
     # (tools/cs2js_pilot.py, chapter 10aa) trains their size (256, 4 + 4) 8 times slower on one thread; 4,000 steps (2.6 passes)
     "batch_size": 64, "steps": 4000, "min_steps": 1500, "eval_examples": 100, "max_output_nodes": 200,
     "task.sizes": (100_000, 500, 2000)}   # test: 2,000 of the 10,000 stored test programs (decoding is the slow part)
+CODE_SOURCES = ("none", "sinusoidal", "rotary", "stack", "ape-tree", "additive")   # the encodings of a function's tokens
+CODE_NAMES = {  # function names (chapter 8cb): one encoder-decoder, only the source positions differ; the target (the
+    # name's subtokens) always sinusoidal. Every function of the corpus; dev perplexity chooses the checkpoint, a plateau
+    # of it (or the budget) ends the run; names are short, so decoding stops at 12 subtokens
+    "model.dropout": 0.1, "clip": 1.0, "best_metric": "perplexity", "eval_every": 250, "patience": 4, "min_steps": 1000,
+    "steps": 3000, "batch_size": 32, "eval_examples": 200, "max_output_nodes": 12, "task.sizes": (10**6,) * 3}
 SQ_RECIPE = {**SQ_SEMPARSE,   # the recipe pilot (issue 54): Shiv & Quirk's own size and batch, 1,000 steps of 128 questions
     "model.d_model": 256, "model.d_ff": 1024, "batch_size": 128, "steps": 1000, "warmup": 100,   # ~230 passes over GEO's 549
     "eval_every": 50, "patience": 0}   # dev (49 questions) every ~12 passes; the full budget: the cosine schedule ends at 0
@@ -111,6 +117,9 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
                  ("stack", "ape-tree"), SQ_CS2JS),
     "sq-cs2js-seq": ({d: {"task.options": {"vocab": "B", "length": "long", "form": "tokens"}} for d in ("cs2js", "js2cs")},
                      ("dfs",), ("sinusoidal",), SQ_CS2JS),
+    **{f"code-names-{short}": ({"code-names": {"task.options": {"language": lang, "kinds": True}}}, ("dfs",),
+                               tuple((src, "sinusoidal") for src in CODE_SOURCES), CODE_NAMES)
+       for lang, short in (("python", "py"), ("javascript", "js"))},
 }
 
 def nest_settings(settings:dict # `section.field` or bare field names: a `TrainConfig` field, else a model or task field
