@@ -335,11 +335,12 @@ _ARTICLE_TEXT = """() => {
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=PAGES)
 def test_page(page, site, nb_path):
     _open(page, site + docs.page_name(nb_path) + ".html")
-    assert page.locator("article h1").first.inner_text().strip() == first_heading(nb_path)
+    assert page.locator("article h1").first.inner_text().strip() == docs.page_title(nb_path.stem, first_heading(nb_path))
 
     sidebar = page.evaluate("""() => Array.from(document.querySelectorAll('.bd-sidebar-primary nav a.reference'))
         .map(a => [a.textContent.trim(), a.getAttribute('href')])""")
-    assert [t for t, _ in sidebar] == [first_heading(p) for p in NOTEBOOKS], "sidebar: every notebook, in order"
+    assert [t for t, _ in sidebar] == [docs.page_title(p.stem, first_heading(p)) for p in NOTEBOOKS], \
+        "sidebar: every notebook, in order, with the chapter label the prose uses"
     this = docs.page_name(nb_path)
     assert [h for _, h in sidebar] == ["#" if n == this else f"{n}.html" for n in PAGES], "sidebar links"
 
@@ -433,6 +434,16 @@ def test_search_finds_lcrs(page, site):
                          ".map(a => a.getAttribute('href'))")
     assert hits, 'searching for "LCRS" found nothing'
     assert any(h.startswith("trees.html") for h in hits), hits
+
+
+def test_search_finds_a_notebook_by_its_file_name(page, site):
+    "The README names chapters by file (`06a_own_transformer`): searching the site for one finds its page."
+    _open(page, site + "search.html?q=06a_own_transformer")
+    page.wait_for_function("""() => /found|did not match/.test(
+        document.querySelector('#search-results .search-summary')?.textContent || '')""")
+    hits = page.evaluate("() => Array.from(document.querySelectorAll('#search-results ul.search li a'))"
+                         ".map(a => a.getAttribute('href'))")
+    assert any(h.startswith("own_transformer.html") for h in hits), hits
 
 
 def test_screenshots(page, site):

@@ -137,15 +137,29 @@ def static_widgets(nb):
     nb.metadata.pop("widgets", None)  # the widget state would make MyST-NB add widget scripts from a CDN
 
 
-def _title_cell(nb):
-    "Put the title and description (front matter, taken from the first `# Heading` cell) back as Markdown."
+def chapter_label(stem: str) -> str | None:
+    "How the prose names a notebook's chapter: `06a_own_transformer` -> `6a`, `13_which_encoding` -> `13`; None: unnumbered."
+    m = re.match(r"^(\d+)([a-z]*)_", stem)
+    return f"{int(m.group(1))}{m.group(2)}" if m else None
+
+
+def page_title(stem: str, heading: str) -> str:
+    "A page's title (and sidebar entry): the chapter label the prose uses, then the notebook's first heading."
+    label = chapter_label(stem)
+    return f"{label} · {heading}" if label else heading
+
+
+def _title_cell(nb, stem: str):
+    """Put the title (with its chapter label) and description (front matter, taken from the first `# Heading` cell)
+    back as Markdown, and the notebook's file name, so that searching the site for `06a_own_transformer` finds it."""
     from execnb.nbio import mk_cell
     from nbdev.frontmatter import _fm2dict
     first = nb.cells[0] if nb.cells else None
     fm = _fm2dict(first.source) if first is not None and first.cell_type == "raw" else {}
     if not fm.get("title"): raise ValueError(f"{nb.path_}: the first cell must be a '# Title' Markdown cell")
-    nb.cells[0] = mk_cell(f"# {fm['title']}" + (f"\n\n> {fm['description']}" if fm.get("description") else ""),
-                          "markdown")
+    source = f"Notebook `nbs/{stem}.ipynb`" + (f", chapter {chapter_label(stem)}" if chapter_label(stem) else "") + "."
+    nb.cells[0] = mk_cell(f"# {page_title(stem, fm['title'])}" + (f"\n\n> {fm['description']}" if fm.get("description")
+                          else "") + (f"\n\n{source}" if chapter_label(stem) else ""), "markdown")
 
 
 _re_show_doc = re.compile(r"\s*show_doc\(")
@@ -309,7 +323,7 @@ def process(nb_path: Path, links: str | None = "", targets: dict | None = None, 
     nb = read_nb(nb_path)
     module = _module(nb.cells, root)
     with _cwd(nb_path.parent): NBProcessor(nb=nb, procs=_procs(), process=True)
-    _title_cell(nb)
+    _title_cell(nb, nb_path.stem)
     for cell in nb.cells: _quarto_options_to_tags(cell)
     static_widgets(nb)
     _show_docs(nb, module)
