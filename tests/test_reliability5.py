@@ -393,3 +393,16 @@ def test_an_unmakeable_results_folder_is_refused_before_training(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "--results /dev/null/x: cannot make this folder" in done.stderr, done.stderr
     assert not (tmp_path / "w").exists() or not any((tmp_path / "w").iterdir())
+
+
+def test_compile_on_a_cpu_says_what_it_costs(tmp_path, monkeypatch, capsys):
+    "Item 7: a 6-step --compile run took over 120 s on a 2-core CPU with no word why; it now says so as it starts."
+    import torch
+    from treepe_nb.model import ModelConfig
+    from treepe_nb.tasks import TaskConfig
+    from treepe_nb.train import TrainConfig, train
+    monkeypatch.setattr(torch, "compile", lambda f, **kw: f)           # the notice, not the minutes of tracing
+    train(TrainConfig(TaskConfig("tree-copy", sizes=(16, 4, 4)), ModelConfig(d_model=16, num_heads=2, enc_layers=1,
+          dec_layers=1), steps=1, eval_every=0, batch_size=4, threads=1, compile=True, out=str(tmp_path / "r")),
+          progress=False)
+    assert "--compile traces the step once per padded shape, which on a CPU takes minutes" in capsys.readouterr().err

@@ -381,6 +381,9 @@ def setup(self:TrainRecipe, resume:bool=False, # continue the run in the folder 
     if cfg.compile:                                      # traced once per padded shape: lengths padded to sizes that repeat
         self.step_loss, self.collate = torch.compile(batch_loss), replace(self.collate, bucket=True)
         torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)   # one graph per bucket
+        if self.rank == 0 and torch.device(self.device).type == "cpu":
+            print("treepe-train: --compile traces the step once per padded shape, which on a CPU takes minutes at the "
+                  "start; a run of a few hundred steps ends sooner without it", file=sys.stderr)
     return None
 
 # %% ../nbs/09a_train.ipynb #4b9c2ee3
