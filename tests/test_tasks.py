@@ -415,7 +415,7 @@ def test_register_task_user_builder_with_kwargs():
     finally:
         TASKS.pop("toy-anything", None)
     with pytest.raises(TypeError, match="must take \\(seed, sizes, order"): register_task("toy", lambda: None)
-    with pytest.raises(TypeError, match="non-empty string"): register_task("", build)
+    with pytest.raises(ValueError, match="a task needs a name of letters"): register_task("", build)
 
 
 # ---- settings that would hang, exhaust memory or silently change the data are refused up front ----
