@@ -1,5 +1,5 @@
-"""Shared pytest set-up: a headless plotting backend, the `--slow` option for notebook cells, the `--quick` subset,
-the CPU kernels built before any test, and the `one_thread` fixture."""
+"""Shared pytest set-up: a headless plotting backend, the `--long` set (left out by default), the `--slow` option for
+notebook cells, the `--quick` subset, the CPU kernels built before any test, and the `one_thread` fixture."""
 import os
 
 import pytest
@@ -25,6 +25,9 @@ def pytest_sessionstart(session):
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False,
                      help="also run notebook cells flagged with a test flag from settings.ini (e.g. `#| slow`)")
+    parser.addoption("--long", action="store_true", default=False,
+                     help="also run the long tests: every notebook top to bottom, the documentation site in a browser, "
+                          "the kill-and-resume and adversarial drills (CI runs them; `--slow` implies `--long`)")
     parser.addoption("--quick", action="store_true", default=False,
                      help="only the tests that check an install (the package, the encodings, the model, the tasks and "
                           "the README's quick start): a few minutes, where the whole suite takes a quarter of an hour or more")
@@ -36,10 +39,17 @@ QUICK = ("test_package.py", "test_trees.py", "test_sequence.py", "test_stack.py"
          "test_attention.py", "test_model.py", "test_tasks.py", "test_readme.py")
 
 
+# What `--long` adds to the default run: the files whose tests take minutes together (each notebook run top to bottom,
+# the site built and read in a browser, processes killed and resumed, the adversarial and fuzzing drills). CI runs them.
+LONG = ("test_notebooks.py", "test_docs.py", "test_reliability.py", "test_reliability4.py", "test_reliability5.py",
+        "test_fuzz.py", "test_runs.py")
+
+
 def pytest_collection_modifyitems(config, items):
-    if not config.getoption("--quick"): return
-    keep = [i for i in items if i.path.name in QUICK]
-    config.hook.pytest_deselected(items=[i for i in items if i.path.name not in QUICK])
+    if config.getoption("--quick"): keep = [i for i in items if i.path.name in QUICK]
+    elif config.getoption("--long") or config.getoption("--slow"): return
+    else: keep = [i for i in items if i.path.name not in LONG]
+    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
     items[:] = keep
 
 
