@@ -49,7 +49,8 @@ def pytest_collection_modifyitems(config, items):
     if config.getoption("--quick"): keep = [i for i in items if i.path.name in QUICK]
     elif config.getoption("--long") or config.getoption("--slow"): return
     else: keep = [i for i in items if i.path.name not in LONG]
-    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+    kept = set(map(id, keep))
+    config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])
     items[:] = keep
 
 
