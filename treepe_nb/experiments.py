@@ -31,8 +31,8 @@ from .yaml_reader import load_yaml_data
 
 # %% auto #0
 __all__ = ['RUNNER_GONE_WAIT', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'tree_f1', 'test_metrics',
-           'record_data', 'run_cell', 'add_analysis', 'trace_record', 'GridFailed', 'run_grid', 'load_results',
-           'experiments_cli', 'summarise', 'compare']
+           'record_data', 'run_cell', 'add_analysis', 'trace_record', 'GridFailed', 'run_grid', 'from_uncommitted_code',
+           'load_results', 'experiments_cli', 'summarise', 'compare']
 
 # %% ../nbs/10_experiments.ipynb #604404f0
 def _labelled_paths(t: Tree) -> Counter:
@@ -242,16 +242,21 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
              dirty:str|None=None, # why records may come from uncommitted code (see `clean_code`); None: refuse
              **settings, # for every cell (see `grid_configs`)
             ) -> list[Path]: # the records written now
-    """Run every cell of the grids that has no stored record yet (and whose name `only` matches), `jobs` at a time.
-    Ctrl-C or SIGTERM stop the grid resumably: the running cells save at a step boundary, no further cell starts, and
+    """Run every cell of the grids that has no stored record yet, or only one from uncommitted code (and whose name
+    `only` matches), `jobs` at a time. A record from uncommitted code is replaced by a run from committed code (its old
+    run folder must go first: a checkpoint of that code would be resumed). Ctrl-C or SIGTERM stop the grid resumably: the running cells save at a step boundary, no further cell starts, and
     `Interrupted` says what was stored; run it again to go on. A cell that fails does not stop the others: the
     `GridFailed` at the end names each."""
     results = Path(results) if results is not None else results_dir()
     todo = [(cfg, results / name / f"{label}.json") for name in names
             for label, cfg in grid_configs(name, seeds, work, threads=threads, **settings).items()
             if only is None or re.search(only, label)]
-    todo = [(c, r) for c, r in todo if not r.exists()]
+    redo = [(c, r) for c, r in todo if r.exists() and dirty is None and from_uncommitted_code(json.loads(r.read_text()))]
+    todo = [(c, r) for c, r in todo if not r.exists()] + redo
     if todo: clean_code(dirty)                          # before any cell trains: records name committed code
+    kept = [c.out for c, _ in redo if Path(c.out).exists()]
+    if kept: raise FileExistsError(f"{len(kept)} cells whose records came from uncommitted code still have run folders, "
+                                   f"which would resume that code's checkpoints: remove {', '.join(kept)} or use another work=")
     done, failed, before = [], {}, set(active_children())
     main = threading.current_thread() is threading.main_thread()
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
@@ -283,18 +288,26 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
     return done
 
 # %% ../nbs/10_experiments.ipynb #f61c29af
+def from_uncommitted_code(record:dict) -> bool:
+    "Whether a stored record says it was run from a checkout with uncommitted changes to the package (`code.dirty`)."
+    return bool(record.get("code", {}).get("dirty"))
+
 def load_results(results:str|Path|None=None, # the folder `run_grid` writes (default `results_dir()`)
                  grid:str|None=None, # one grid, or all
+                 uncommitted:bool=False, # also the records run from uncommitted code (default: left out, see below)
                 ) -> list[dict]: # one flat row per stored cell
-    "The stored records as rows: grid, cell, task, order, src_pe, tgt_pe, seed, test metrics, seconds, best step."
+    """The stored records as rows: grid, cell, task, order, src_pe, tgt_pe, seed, test metrics, seconds, best step.
+    Records run from uncommitted code name no code anyone can check out, so no verdict should rest on them: they are
+    left out unless `uncommitted` (their rows then say `committed: False`)."""
     rows = []
     for f in sorted(Path(results if results is not None else results_dir()).glob(f"{grid or '*'}/*.json")):
         r = json.loads(f.read_text())
+        if from_uncommitted_code(r) and not uncommitted: continue
         c = TrainConfig.from_dict(r["config"])                       # records of every version of the config
         rows.append({"grid": f.parent.name, "cell": f.stem, "task": c.task.name, "order": c.task.order,
                      "src_pe": c.model.encodings[0], "tgt_pe": c.model.encodings[1], "seed": c.seed,
                      "target": c.task.options.get("target"), **r["test"], "seconds": r["seconds"],
-                     "best_step": r["best_step"], "record": r})
+                     "best_step": r["best_step"], "committed": not from_uncommitted_code(r), "record": r})
     return rows
 
 def experiments_cli(argv:Sequence[str]|None=None):
