@@ -27,7 +27,7 @@ from treepe_nb.grids import CODE_NAMES, CODE_SOURCES, grid_configs  # noqa: E402
 from treepe_nb.runs import read_metrics  # noqa: E402
 from treepe_nb.train import train  # noqa: E402
 
-ENCODINGS, STEPS, BURSTS, GRID = ("none", "stack", "ape-tree", "additive"), 12, 2, "code-names-py"
+ENCODINGS, STEPS, BURSTS, GRID = ("none", "stack", "ape-tree", "additive"), 40, 2, "code-names-py"
 
 
 def burst(src: str, out: Path) -> tuple[float, list[float]]:

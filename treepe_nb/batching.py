@@ -18,8 +18,8 @@ from .tracking import ArityVocab
 from .generators import flat_trees
 
 # %% auto #0
-__all__ = ['SeqVocab', 'arity_ids', 'Example', 'TaskDataset', 'Batch', 'prepend_root', 'Collator', 'encoder_batch',
-           'decoder_batch']
+__all__ = ['SeqVocab', 'arity_ids', 'Example', 'TaskDataset', 'Batch', 'prepend_root', 'Collator', 'group_by_length',
+           'encoder_batch', 'decoder_batch']
 
 # %% ../nbs/08a_batching.ipynb #4ded9dad
 class SeqVocab:
@@ -129,6 +129,8 @@ class TaskDataset(Dataset):
     def __len__(self): return len(self.examples)
     def __getitem__(self, i:int) -> Example: return self.examples[i]
     def __iter__(self): return iter(self.examples)
+    @property
+    def lengths(self) -> list[int]: return [len(x.src_ids) for x in self.examples]   # source tokens or nodes
     def __repr__(self): return f"TaskDataset({self.name!r}, {len(self)} examples)"
 
 # %% ../nbs/08a_batching.ipynb #d4ba49e8
@@ -252,6 +254,28 @@ class Collator:
             raise ValueError(f"example {i}: {what} has {ids.size} {unit} but the {side} has {len(obj)} "
                              f"{'nodes' if kind == 'tree' else 'tokens'}")
         return ids[obj.order(order)] if kind == "tree" else ids
+
+# %% ../nbs/08a_batching.ipynb #cc78bedd
+def group_by_length(order:Sequence[int], # an epoch's shuffled example indices
+                    lengths:Sequence[int], # every example's length (its source's tokens or nodes), by index
+                    batch_size:int, # examples per batch
+                    groups:int, # batches sorted together (0: `order` as it is)
+                    seed:int, # shuffles the batches: the run's seed plus the epoch (the same order on resume)
+                   ) -> list[int]: # `order` rearranged: each batch of `batch_size` holds examples of similar length
+    """Each run of `groups` batches of `order` sorted by length and cut into batches, then the batches shuffled; the
+    examples that fill no batch (the last `len(order) % batch_size`) stay at the end, as the training loop drops them."""
+    for name, v, low in (("batch_size", batch_size, 1), ("groups", groups, 0)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"group_by_length: {name} must be an integer >= {low}, got {v!r}")
+    order = list(order)
+    if groups == 0: return order
+    full, run = len(order) - len(order) % batch_size, batch_size * groups
+    batches = []
+    for i in range(0, full, run):
+        part = sorted(order[i:min(i + run, full)], key=lambda j: lengths[j])   # stable: ties keep the shuffled order
+        batches += [part[k:k + batch_size] for k in range(0, len(part), batch_size)]
+    shuffled = np.random.default_rng(seed).permutation(len(batches))
+    return [j for b in shuffled for j in batches[b]] + order[full:]
 
 # %% ../nbs/08a_batching.ipynb #6395e6db
 def encoder_batch(sources:Sequence, # `Tree`s (with `vocab`) or lists of token ids

@@ -123,6 +123,8 @@ class TrainConfig:
     tensorboard: bool = False        # also write the curves for TensorBoard into the run's tensorboard/ folder
     compile: bool = False            # compile the training step's forward with torch.compile (graphs reused across batches)
     test: bool = False               # at the end, score best.pt on the test split (`treepe-train`: on unless --no-test)
+    length_groups: int = 0           # batches of similar source length: each run of this many batches of an epoch
+                                     # sorted by length (`batching.group_by_length`; 0: off, every batch a random draw)
 
     def __post_init__(self):
         self.imports = import_modules(self.imports)    # first: the settings below may name what they register
@@ -133,7 +135,8 @@ class TrainConfig:
         if not isinstance(self.model, ModelConfig): raise TypeError(f"model must be a ModelConfig, got {self.model!r}")
         for name in ("steps", "batch_size"): check_number(self, name, int, 1)
         check_number(self, "max_output_nodes", int, 1, 1_000_000)   # decoding tables and tracker states scale with it
-        for name in ("warmup", "eval_every", "eval_examples", "checkpoint_every", "patience", "min_steps"): check_number(self, name, int, 0)
+        for name in ("warmup", "eval_every", "eval_examples", "checkpoint_every", "patience", "min_steps",
+                     "length_groups"): check_number(self, name, int, 0)
         check_number(self, "lr", float, 0, low_open=True)
         for name in ("weight_decay", "clip"): check_number(self, name, float, 0)
         check_number(self, "label_smoothing", float, 0, 1, high_open=True)

@@ -287,11 +287,12 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
              if lost else [])))
     return done
 
-# %% ../nbs/10_experiments.ipynb #f61c29af
+# %% ../nbs/10_experiments.ipynb #a7c3e1f0d2b4
 def from_uncommitted_code(record:dict) -> bool:
     "Whether a stored record says it was run from a checkout with uncommitted changes to the package (`code.dirty`)."
     return bool(record.get("code", {}).get("dirty"))
 
+# %% ../nbs/10_experiments.ipynb #f61c29af
 def load_results(results:str|Path|None=None, # the folder `run_grid` writes (default `results_dir()`)
                  grid:str|None=None, # one grid, or all
                  uncommitted:bool=False, # also the records run from uncommitted code (default: left out, see below)

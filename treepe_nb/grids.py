@@ -39,8 +39,9 @@ SQ_CS2JS = {**SQ_PLATEAU,  # Shiv & Quirk's CoffeeScript <-> JavaScript runs: th
 CODE_SOURCES = ("none", "sinusoidal", "rotary", "stack", "ape-tree", "additive")   # the encodings of a function's tokens
 CODE_NAMES = {  # function names (chapter 8cb): one encoder-decoder, only the source positions differ; the target (the
     # name's subtokens) always sinusoidal. Every function of the corpus; dev perplexity chooses the checkpoint, a plateau
-    # of it (or the budget) ends the run; names are short, so decoding stops at 12 subtokens
-    "model.dropout": 0.1, "clip": 1.0, "best_metric": "perplexity", "eval_every": 250, "patience": 4, "min_steps": 1000,
+    # of it (or the budget) ends the run; names are short, so decoding stops at 12 subtokens. Bodies run from a few tokens to
+    # 512, so batches are drawn in runs of 50 sorted by length (`length_groups`, chapter 8a): less padding, the same data
+    "length_groups": 50, "model.dropout": 0.1, "clip": 1.0, "best_metric": "perplexity", "eval_every": 250, "patience": 4, "min_steps": 1000,
     "steps": 3000, "batch_size": 32, "eval_examples": 200, "max_output_nodes": 12, "task.sizes": (10**6,) * 3}
 SQ_RECIPE = {**SQ_SEMPARSE,   # the recipe pilot (issue 54): Shiv & Quirk's own size and batch, 1,000 steps of 128 questions
     "model.d_model": 256, "model.d_ff": 1024, "batch_size": 128, "steps": 1000, "warmup": 100,   # ~230 passes over GEO's 549

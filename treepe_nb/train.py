@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from .attention import ENCODINGS
 from .model import ModelConfig, Transformer, check_number, exact_match
 from .tasks import PRESETS, TASKS, Task, TaskConfig, make_task
-from .batching import Batch
+from .batching import Batch, group_by_length
 from .config import (RUN_PE, AMP_MODES, BEST_METRICS, RESUMABLE_CHANGES, TrainConfig, check_device,
                               resolve_device, nested_settings, resume_changes, checkpoint_config)
 from fastcore.basics import patch
@@ -475,7 +475,9 @@ def fit(self:TrainRecipe):
     try:
         while self.step < min(cfg.steps, self.stop_at or cfg.steps):
             e, k = divmod(self.step, self.per_epoch)
-            if e != epoch: self.sampler.set_epoch(e); order, epoch = list(self.sampler), e
+            if e != epoch:                               # this epoch's order: batches of similar length if asked
+                self.sampler.set_epoch(e); order, epoch = list(self.sampler), e
+                order = group_by_length(order, self.task.train.lengths, self.per, cfg.length_groups, cfg.seed + e)
             t0 = time.perf_counter()
             batch = self.collate([self.task.train[i] for i in order[k * self.per:(k + 1) * self.per]]).to(self.device)
             mean, lr, total = self.train_step(batch)
