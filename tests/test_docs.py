@@ -231,6 +231,44 @@ def test_widgets_become_their_stored_output():
     assert "widgets" not in nb.metadata
 
 
+def test_fold_results_rule():
+    """The site folds the code of a cell whose output is a result (Markdown, HTML, a figure) behind a "show code"
+    toggle, leaves open a cell whose output is text or that has none and one marked `#| code-fold: false`, and never
+    touches `show_doc` cells; README.md leaves folded code and figures out and keeps the Markdown they output."""
+    from execnb.nbio import dict2nb
+    def out(**data): return {"output_type": "display_data", "metadata": {}, "data": data}
+    def cell(src, *outs): return {"cell_type": "code", "source": src, "metadata": {}, "outputs": list(outs)}
+    nb = dict2nb({"cells": [cell("Markdown(table)", out(**{"text/markdown": "| a |\n|---|\n| 1 |"})),
+                            cell("plt.plot(x)", out(**{"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})),
+                            cell("t.positions()", out(**{"text/plain": "TreePositions(...)"})),
+                            cell("test_eq(1, 1)"),
+                            cell("#| code-fold: false\nMarkdown(x)", out(**{"text/markdown": "shown"})),
+                            cell("#| echo: false\nshow_doc(f)", out(**{"text/markdown": "### f"}))], "metadata": {}})
+    for c in nb.cells: docs._quarto_options_to_tags(c)
+    docs.fold_results(nb)
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    assert tags == [["hide-input"], ["hide-input"], [], [], [docs.SHOWN], ["remove-input"]], tags
+    readme = docs._readme_cells(nb)
+    assert [(c.source, len(c.outputs)) for c in readme.cells] == [
+        ("", 1), ("t.positions()", 1), ("test_eq(1, 1)", 0), ("Markdown(x)", 1), ("", 1)]
+
+
+CODE_WIDTH = 100   # characters a line of shown code may take: what the site's text column holds at 1280 px
+_re_fenced = re.compile(r"^ {0,3}(```|~~~)[^\n]*\n(.*?)^ {0,3}\1", re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.parametrize("stem", ["index", "06a_own_transformer"])
+def test_shown_code_fits_the_page(stem):
+    """The code the home page and "Your own transformer" show (code cells the site does not fold, and the code blocks
+    of their Markdown) keeps to `CODE_WIDTH` characters a line, so it reads without sideways scrolling (issue 74)."""
+    nb = docs.process(ROOT / "nbs" / f"{stem}.ipynb")
+    blocks = [c.source for c in nb.cells if c.cell_type == "code"
+              and not {"hide-input", "remove-input", "remove-cell"} & set(c.metadata.get("tags", []))]
+    blocks += [m.group(2) for c in nb.cells if c.cell_type == "markdown" for m in _re_fenced.finditer(c.source)]
+    long = [line for b in blocks for line in b.splitlines() if len(line) > CODE_WIDTH]
+    assert not long, f"{stem}: {len(long)} lines of shown code over {CODE_WIDTH} characters: {long[:3]}"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # In a browser
 
@@ -457,3 +495,67 @@ def test_screenshots(page, site):
     page.screenshot(path=SCREENSHOTS / "sequence-plot.png")
     for name in ("stack.png", "sequence-plot.png"):
         assert (SCREENSHOTS / name).stat().st_size > 10_000, f"{name} looks empty"
+
+
+_FIT = """() => {
+  // The page is no wider than the window, no shown code block or table is wider than its box (folded code, inside
+  // a closed <details>, is not shown), and no entry of the page's outline sticks out of it.
+  const wide = [];
+  for (const el of document.querySelectorAll('article pre, article table')) {
+    if (!el.getClientRects().length || el.closest('details:not([open])')) continue;
+    const r = el.getBoundingClientRect(), box = el.parentElement.getBoundingClientRect();
+    if (el.scrollWidth > el.clientWidth + 1 || r.right > box.right + 1 || el.parentElement.scrollWidth >
+        el.parentElement.clientWidth + 1) wide.push(`<${el.tagName.toLowerCase()}> ${el.textContent.trim().slice(0, 60)}`);
+  }
+  const outline = document.querySelector('.bd-sidebar-secondary'), right = outline ? outline.getBoundingClientRect().right : 0;
+  for (const a of outline ? outline.querySelectorAll('nav a') : [])
+    if (a.getBoundingClientRect().right > right + 1) wide.push(`outline: ${a.textContent.trim().slice(0, 60)}`);
+  return {page: document.documentElement.scrollWidth, window: innerWidth, wide: wide,
+          height: document.documentElement.scrollHeight};
+}"""
+FIT_PAGES = ["index", "own_transformer", "which_encoding"]
+
+
+@pytest.mark.parametrize("width", [1280, 1366, 1440])
+@pytest.mark.parametrize("name", FIT_PAGES)
+def test_pages_fit_a_laptop_window(browser, site, name, width):
+    """The home page, "Your own transformer" and "Which encoding when" read without sideways scrolling in a laptop's
+    window (issue 74): tables wrap their cells and inline code, shown code keeps to 100 characters a line. A
+    screenshot of each at 1366x768, the first screen, goes to build/screenshots/."""
+    context = browser.new_context(viewport={"width": width, "height": 768})
+    pg = context.new_page()
+    _open(pg, site + name + ".html")
+    fit = pg.evaluate(_FIT)
+    print(f"\n{name} at {width} px: {fit['height']} px tall")
+    assert fit["page"] <= fit["window"], f"{name} scrolls sideways at {width} px: {fit['page']} px wide"
+    assert not fit["wide"], f"{name} at {width} px: blocks wider than their box: {fit['wide'][:5]}"
+    if width == 1366:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=SCREENSHOTS / f"{name}-1366x768.png")
+    context.close()
+
+
+_ANSWER_FIRST = """() => {
+  const article = document.querySelector('article'), top = e => e ? e.getBoundingClientRect().top + scrollY : null;
+  const short = Array.from(article.querySelectorAll('h2')).find(h => h.textContent.trim().startsWith('In short'));
+  const table = article.querySelector('table');
+  const code = Array.from(article.querySelectorAll('.cell_input pre'))
+    .find(p => p.getClientRects().length && !p.closest('details:not([open])'));
+  let answer = short && short.closest('section').querySelector('.cell_output ul');
+  return {short: top(short), table: top(table), code: top(code), answer: top(answer),
+          items: answer ? Array.from(answer.children).map(li => li.textContent.trim()) : [], screen: innerHeight};
+}"""
+
+
+def test_which_encoding_answers_first(browser, site):
+    """"Which encoding when" opens with its answer: the "In short" heading on the first screen, then the computed
+    answer (a line per family of tasks), before the chapter's first table and before any code the page shows."""
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    pg = context.new_page()
+    _open(pg, site + "which_encoding.html")
+    at = pg.evaluate(_ANSWER_FIRST)
+    assert at["short"] is not None and at["short"] < at["screen"], f"no 'In short' on the first screen: {at}"
+    assert at["answer"] is not None and at["answer"] < at["table"], f"the answer comes after the first table: {at}"
+    assert at["code"] is None or at["answer"] < at["code"], f"code is shown before the answer: {at}"
+    assert len(at["items"]) >= 5 and all(":" in i for i in at["items"]), at["items"]
+    context.close()

@@ -46,6 +46,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SPHINX_CONF = Path(__file__).resolve().parent / "sphinx"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+SHOWN = "show-input"   # our tag for a cell marked `#| code-fold: false`: `fold_results` leaves its code open
+RESULT_MIMES = ("text/markdown", "text/html", "image/")   # outputs that are results: tables, figures, prose
 NOTEBOOK_MAP = "notebooks.json"  # written by `stage` beside the Sphinx sources, read by tools/sphinx/conf.py
 
 
@@ -89,7 +91,7 @@ def _procs():
 _re_quarto_opt = re.compile(r"^#\|\s*([\w-]+)\s*:\s*(.*?)\s*$")
 _quarto_tags = {("echo", "false"): "remove-input", ("output", "false"): "remove-output",
                 ("include", "false"): "remove-cell", ("code-fold", "true"): "hide-input",
-                ("code-fold", "show"): "hide-input"}
+                ("code-fold", "show"): "hide-input", ("code-fold", "false"): SHOWN}
 
 
 def _quarto_options_to_tags(cell):
@@ -135,6 +137,24 @@ def static_widgets(nb):
             new += copy.deepcopy(stored)
         if "outputs" in cell: cell.outputs = new
     nb.metadata.pop("widgets", None)  # the widget state would make MyST-NB add widget scripts from a CDN
+
+
+def is_result(out) -> bool:
+    "Whether an output is a result the prose reads (a table or sentence in Markdown or HTML, a figure), not text."
+    return any(k.startswith(RESULT_MIMES) for k in out.get("data", {}))
+
+
+def fold_results(nb):
+    """The rule for what the site collapses: a code cell whose stored output is a result (a table, a figure, Markdown;
+    `is_result`) shows it with its code behind a "show code" toggle (MyST-NB's `hide-input` tag), so a chapter reads
+    as its answers; a cell marked `#| code-fold: false` keeps its code open. Cells whose output is text (an example's
+    value, a print) or that have none stay open: that code is the example. `#| code-fold: true` folds any cell, and
+    `show_doc` cells (`#| echo: false`, from nbdev) show no code at all. README.md leaves folded code out."""
+    for cell in nb.cells:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if cell.cell_type != "code" or tags & {SHOWN, "hide-input", "remove-input", "remove-cell"}: continue
+        if any(is_result(out) for out in cell.get("outputs", [])):
+            cell.setdefault("metadata", {})["tags"] = sorted(tags | {"hide-input"})
 
 
 def chapter_label(stem: str) -> str | None:
@@ -313,7 +333,8 @@ def _cwd(path: Path):
 
 
 def process(nb_path: Path, links: str | None = "", targets: dict | None = None, root: Path = ROOT, chapters=None):
-    """A notebook as the docs show it: nbdev-processed, Quarto options as tags, widgets static, title on top, API
+    """A notebook as the docs show it: nbdev-processed, Quarto options as tags, widgets static, the code of results
+    folded (`fold_results`), title on top, API
     names linked to `{links}{page}.html#{anchor}` (`links=""`: the site's relative links; None: no links) for the
     names in `targets` (default: `api_targets(root)`), and links to other notebooks sent to `chapters(stem, fragment)`
     (default: the site's page, `which_encoding.html`: MyST-NB leaves a link to a notebook as it is)."""
@@ -326,6 +347,7 @@ def process(nb_path: Path, links: str | None = "", targets: dict | None = None, 
     _title_cell(nb, nb_path.stem)
     for cell in nb.cells: _quarto_options_to_tags(cell)
     static_widgets(nb)
+    fold_results(nb)
     _show_docs(nb, module)
     link_api(nb, api_targets(root) if targets is None else targets, links)
     link_chapters(nb, chapters or (lambda stem, frag: f"{page_name(Path(stem))}.html{frag}"), nb_path.parent)
@@ -354,16 +376,32 @@ def docs_url(root: Path = ROOT) -> str | None:
     return url.rstrip("/") + "/" if url else None
 
 
+def _readme_cells(nb):
+    """What README.md keeps of a processed notebook: the code the site folds or hides is left out (a README has no
+    "show code" toggle), and so are figures (nbconvert would link them to image files that no one writes); the
+    Markdown and text that a folded cell outputs stay."""
+    for cell in nb.cells:
+        if cell.cell_type != "code": continue
+        folded = {"hide-input", "remove-input"} & set(cell.metadata.get("tags", []))
+        cell.outputs = [o for o in cell.get("outputs", []) if not any(k.startswith("image/") for k in o.get("data", {}))]
+        if folded: cell.source = "" if cell.outputs else None   # None: no cell at all
+    nb.cells = [c for c in nb.cells if c.source is not None]
+    return nb
+
+
 def render_readme(root: Path = ROOT) -> str:
-    """README.md's text: `nbs/index.ipynb`, processed as for the site, written as Markdown by nbconvert. API names
-    link to the published site when `docs_url` is set, and are plain code otherwise; links to chapters go to their
-    page on that site, or else to the notebook in the repository."""
+    """README.md's text: `nbs/index.ipynb`, processed as for the site, written as Markdown by nbconvert, less what
+    `_readme_cells` leaves out. API names link to the published site when `docs_url` is set, and are plain code
+    otherwise; links to chapters go to their page on that site, or else to the notebook in the repository."""
     from nbconvert import MarkdownExporter
     index = notebooks(root)[0]
     if index.stem != "index": raise FileNotFoundError(f"no index.ipynb in {index.parent}")
     url, nbs = docs_url(root), settings(root)["nbs_path"]
     chapter = lambda stem, frag: f"{url}{page_name(Path(stem))}.html{frag}" if url else f"{nbs}/{stem}.ipynb{frag}"
-    body, _ = MarkdownExporter().from_notebook_node(_to_nbformat(process(index, url, root=root, chapters=chapter)))
+    nb = _to_nbformat(_readme_cells(process(index, url, root=root, chapters=chapter)))
+    for cell in nb.cells:
+        if cell.cell_type == "code" and not cell.source: cell.metadata.transient = {"remove_source": True}  # nbconvert's
+    body, _ = MarkdownExporter().from_notebook_node(nb)
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
     return body
 
