@@ -504,10 +504,12 @@ _FIT = """() => {
   for (const el of document.querySelectorAll('article pre, article table')) {
     if (!el.getClientRects().length || el.closest('details:not([open])')) continue;
     const r = el.getBoundingClientRect(), box = el.parentElement.getBoundingClientRect();
-    if (el.scrollWidth > el.clientWidth + 1 || r.right > box.right + 1 || el.parentElement.scrollWidth >
-        el.parentElement.clientWidth + 1) wide.push(`<${el.tagName.toLowerCase()}> ${el.textContent.trim().slice(0, 60)}`);
+    const parent = el.parentElement;
+    if (el.scrollWidth > el.clientWidth + 1 || r.right > box.right + 1 || parent.scrollWidth > parent.clientWidth + 1)
+      wide.push(`<${el.tagName.toLowerCase()}> ${el.textContent.trim().slice(0, 60)}`);
   }
-  const outline = document.querySelector('.bd-sidebar-secondary'), right = outline ? outline.getBoundingClientRect().right : 0;
+  const outline = document.querySelector('.bd-sidebar-secondary');
+  const right = outline ? outline.getBoundingClientRect().right : 0;
   for (const a of outline ? outline.querySelectorAll('nav a') : [])
     if (a.getBoundingClientRect().right > right + 1) wide.push(`outline: ${a.textContent.trim().slice(0, 60)}`);
   return {page: document.documentElement.scrollWidth, window: innerWidth, wide: wide,

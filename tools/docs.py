@@ -15,11 +15,14 @@ The pipeline:
    to another notebook (`[the guide](13_which_encoding.ipynb)`, which JupyterLab follows as written) becomes that
    notebook's page (`which_encoding.html`).
 2. Quarto cell options that nbdev leaves for Quarto (`#| echo: false`, `#| code-fold: ...`) become MyST-NB cell
-   tags; ipywidgets outputs become their stored static output plus a note that they are live in JupyterLab.
+   tags; ipywidgets outputs become their stored static output plus a note that they are live in JupyterLab. The code
+   of a cell whose output is a result (a table, a figure, Markdown) is folded under a "show code" toggle, so a page
+   reads as its answers (`fold_results`; `#| code-fold: false` keeps a cell's code open).
 3. Sphinx with MyST-NB and sphinx-book-theme renders the processed notebooks (never executing them) into `_docs/`,
    with MathJax copied from the `django-static-mathjax` wheel so no page loads anything from another host. Each
    page's download button offers its notebook, as in `nbs/` (copied to `_sources/`).
-README.md is step 1 on `nbs/index.ipynb`, written as Markdown by nbconvert. Its API links go to the published
+README.md is steps 1 and 2 on `nbs/index.ipynb`, written as Markdown by nbconvert, without the folded code and the
+figures (`_readme_cells`). Its API links go to the published
 site only when `docs_url` in settings.ini names it; with `docs_url` empty (the default) names stay plain code, and
 links to notebooks go to the notebooks in the repository (`nbs/13_which_encoding.ipynb`).
 Nothing links to nbdev's `doc_host` or `git_url` (placeholders nbdev needs); the site's repository button
@@ -382,9 +385,10 @@ def _readme_cells(nb):
     Markdown and text that a folded cell outputs stay."""
     for cell in nb.cells:
         if cell.cell_type != "code": continue
-        folded = {"hide-input", "remove-input"} & set(cell.metadata.get("tags", []))
-        cell.outputs = [o for o in cell.get("outputs", []) if not any(k.startswith("image/") for k in o.get("data", {}))]
-        if folded: cell.source = "" if cell.outputs else None   # None: no cell at all
+        figure = lambda out: any(k.startswith("image/") for k in out.get("data", {}))
+        cell.outputs = [out for out in cell.get("outputs", []) if not figure(out)]
+        if {"hide-input", "remove-input"} & set(cell.metadata.get("tags", [])):
+            cell.source = "" if cell.outputs else None   # None: nothing left of the cell
     nb.cells = [c for c in nb.cells if c.source is not None]
     return nb
 
@@ -400,7 +404,8 @@ def render_readme(root: Path = ROOT) -> str:
     chapter = lambda stem, frag: f"{url}{page_name(Path(stem))}.html{frag}" if url else f"{nbs}/{stem}.ipynb{frag}"
     nb = _to_nbformat(_readme_cells(process(index, url, root=root, chapters=chapter)))
     for cell in nb.cells:
-        if cell.cell_type == "code" and not cell.source: cell.metadata.transient = {"remove_source": True}  # nbconvert's
+        if cell.cell_type == "code" and not cell.source:
+            cell.metadata.transient = {"remove_source": True}   # the flag nbconvert's templates read
     body, _ = MarkdownExporter().from_notebook_node(nb)
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
     return body
