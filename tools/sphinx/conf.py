@@ -46,6 +46,7 @@ if _s.get("repo_url", "").strip():
                               path_to_docs=_s["nbs_path"], use_repository_button=True)
 html_static_path = ["_static"]
 html_css_files = ["showdoc.css"]
+html_js_files = ["tables.js"]   # long names in tables may break after their punctuation
 html_show_sourcelink = False
 html_copy_source = False
 html_last_updated_fmt = None
