@@ -43,4 +43,5 @@
     if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(fit);
   });
   window.addEventListener('resize', fit);
+  document.addEventListener('toggle', fit, true);   // a table in a <details> that opens (13's rows per family)
 })();
