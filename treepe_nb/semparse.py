@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, re
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 import numpy as np
 from .trees import Tree
 from .tracking import BINARY_PATTERNS, ArityVocab
@@ -16,7 +16,7 @@ from .batching import Example, SeqVocab, arity_ids
 
 # %% auto #0
 __all__ = ['DATASETS', 'SOURCES', 'ENTITIES', 'atis_form', 'geo_form', 'read_atis_tsv', 'default_data', 'geo_lexicon',
-           'semparse_splits', 'semparse_builder']
+           'semparse_splits', 'cross_validation_fold', 'semparse_builder']
 
 # %% ../nbs/08e_semparse.ipynb #fcf5a245
 def _budgets(text, max_form_chars, max_form_depth, kind) -> None:
@@ -345,14 +345,30 @@ def semparse_splits(dataset:str, # "geo" or "atis"
     read = _geo if dataset == "geo" else _atis_dong_lapata if source == "dong-lapata" else _atis
     return read(folder, entities, max_form_chars, max_form_depth)
 
+# %% ../nbs/08e_semparse.ipynb #b7c95bba
+def cross_validation_fold(train:Sequence, # the training examples, in file order
+                          fold:str, # "k/K": the k-th of K folds, 1 <= k <= K, 2 <= K <= 20
+                         ) -> dict: # {"train": the other K - 1 folds, "test": fold k}, each in file order
+    """Fold k of K of the training examples (every K-th of one fixed shuffle, seed 0) held out as `test`, the rest as
+    `train`: a recipe chosen on held-out folds is chosen without reading the test split."""
+    m = re.fullmatch(r"(\d+)/(\d+)", fold) if isinstance(fold, str) else None
+    k, K = (int(m[1]), int(m[2])) if m else (0, 0)
+    if not (2 <= K <= 20 and 1 <= k <= K):
+        raise ValueError(f"cv_fold must be 'k/K' with 2 <= K <= 20 and 1 <= k <= K (e.g. '1/5'), got {fold!r}")
+    if len(train) < K: raise ValueError(f"cv_fold {fold}: {len(train)} training examples cannot make {K} folds")
+    held = set(np.random.default_rng(0).permutation(len(train))[k - 1::K].tolist())
+    return {"train": [x for i, x in enumerate(train) if i not in held], "test": [x for i, x in enumerate(train) if i in held]}
+
 # %% ../nbs/08e_semparse.ipynb #12b6b26e
 def semparse_builder(dataset:str, # "geo" or "atis"
                     ) -> Callable: # `build(seed, sizes, order, data, entities, source, keep_repeats, max_form_chars, max_form_depth)`
     "The task builder of one semantic-parsing data set (see `tasks.register_task`): question words to LCRS logical forms."
     if dataset not in DATASETS: raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
     def build(seed, sizes, order, data:str|None=None, entities:str|None=None, source:str|None=None, keep_repeats:bool=False,
-              max_form_chars:int=10_000, max_form_depth:int=100):   # the readers' budgets (`semparse_splits`)
+              max_form_chars:int=10_000, max_form_depth:int=100,   # the readers' budgets (`semparse_splits`)
+              cv_fold:str|None=None):   # "k/K": fold k of the training questions as test (`cross_validation_fold`)
         splits, report = semparse_splits(dataset, data, entities, source, max_form_chars, max_form_depth)
+        if cv_fold is not None: splits = {**splits, **cross_validation_fold(splits["train"], cv_fold)}
         source = SOURCES[dataset][0] if source is None else source
         entities = _own_entities(source) if entities is None else entities
         rows, unused = [], []
@@ -368,5 +384,6 @@ def semparse_builder(dataset:str, # "geo" or "atis"
         return dict(splits=out, src_vocab=src_vocab, tgt_vocab=tgt_vocab, source="sequence", target="tree", n=2,
                     src_format="words", tgt_binary=True, keep_repeats=keep_repeats,   # True: the published splits, whole
                     info=dict(report, unused=tuple(unused), entities=entities, binarisation="LCRS (n=2)", source=source,
+                              cv_fold=cv_fold,
                               source_of_data=f"{_REPOSITORY[source]} (nbs/data/semparse/SOURCE.md)", licence=_LICENCE[source]))
     return build
