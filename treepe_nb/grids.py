@@ -112,6 +112,11 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
     "semparse-paper": ({"geo": {}, "atis": ATIS_PAPER}, ("dfs",), SEMPARSE_METHODS, SEMPARSE_RECIPE),
     # GEO at the paper's size on the pilot's rung r9 (r7 with placeholders typed by the GeoQuery database, chapter 8e)
     "semparse-typed": ({"geo": {}}, ("dfs",), SEMPARSE_METHODS, TYPED_RECIPE),
+    # ATIS to a plateau (issue 75): seq2seq and seq2tree (stack) at rung r7 as `semparse-paper` trains them, but stopped by a
+    # plateau of dev exact match (5 evaluations of 100 steps without a better one, from step 1,000) under a cap of 4,000
+    # steps (its cosine schedule spread over them), where `semparse-paper` runs a fixed 1,000
+    "semparse-atis-plateau": ({"atis": {**ATIS_PAPER, "steps": 4000, "patience": 5, "min_steps": 1000}}, ("dfs",),
+                              SEMPARSE_METHODS[:2], SEMPARSE_RECIPE),
     # the selection rule chosen without the test split (issue 75): rung r9 as it is (checkpoints by dev exact match: the
     # choice r6 made on test) against r9 choosing by dev perplexity (r4's, the plan), for seq2seq and seq2tree (stack),
     # each scored on the held-out fold of 5 folds of GEO's training questions (`cv_fold`, chapter 8e): test is not read
