@@ -9,6 +9,8 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "long: a single test that takes most of a minute (a task built from a large corpus, "
+                                       "several trainings); left out by default like the LONG files, run by --long")
     # Notebooks gate their long benchmarks on this variable (so that Run All in JupyterLab stays short); `--slow`
     # runs them.
     if config.getoption("--slow", default=False): os.environ["TREEPE_BENCHMARKS"] = "1"
@@ -40,7 +42,8 @@ QUICK = ("test_package.py", "test_trees.py", "test_sequence.py", "test_stack.py"
 
 
 # What `--long` adds to the default run: the files whose tests take minutes together (each notebook run top to bottom,
-# the site built and read in a browser, processes killed and resumed, the adversarial and fuzzing drills). CI runs them.
+# the site built and read in a browser, processes killed and resumed, the adversarial and fuzzing drills), and the single
+# tests marked `@pytest.mark.long`. CI runs them.
 LONG = ("test_notebooks.py", "test_docs.py", "test_reliability.py", "test_reliability4.py", "test_reliability5.py",
         "test_fuzz.py", "test_runs.py")
 
@@ -48,7 +51,7 @@ LONG = ("test_notebooks.py", "test_docs.py", "test_reliability.py", "test_reliab
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--quick"): keep = [i for i in items if i.path.name in QUICK]
     elif config.getoption("--long") or config.getoption("--slow"): return
-    else: keep = [i for i in items if i.path.name not in LONG]
+    else: keep = [i for i in items if i.path.name not in LONG and i.get_closest_marker("long") is None]
     kept = set(map(id, keep))
     config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])
     items[:] = keep

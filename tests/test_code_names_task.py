@@ -77,6 +77,7 @@ def test_a_planted_tokenizer_link_is_refused(run, tmp_path):
     with pytest.raises(ValueError, match="not a plain file"): predict_names(load_run(r), SAMPLE)
 
 
+@pytest.mark.long   # most of a minute: run by --long (CI)
 @pytest.mark.parametrize("src_pe,options", [("none", {}), ("rotary", {}), ("additive", {"kinds": True})])
 def test_every_kind_of_source_encoding_trains_on_the_tokens(tmp_path, src_pe, options):
     out = tiny(tmp_path / src_pe, src_pe, **options)

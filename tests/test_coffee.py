@@ -146,6 +146,7 @@ def test_missing_toolchain_is_named(tmp_path):
         translate_coffee(["x\n"], toolchain=tmp_path)
 
 
+@pytest.mark.long   # most of a minute: run by --long (CI)
 def test_predict_reads_programs_of_either_language(tmp_path):
     "`treepe-predict RUN --format js|coffee`: one output per program (blocks of lines), the language checked against the run."
     import subprocess, sys

@@ -2,6 +2,7 @@
 package, one kernel warning per environment without a compiler, and the smaller items."""
 import json, os, subprocess, sys
 from pathlib import Path
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -12,6 +13,7 @@ def _python(code, env=None, cwd="/"):
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=cwd)
 
 
+@pytest.mark.long   # most of a minute: run by --long (CI)
 def test_no_compiler_warns_once_in_ten_runs(tmp_path):
     "Without a C++ compiler, ten processes print the kernel warning once in all, and it says how to silence it."
     env = {"CXX": str(tmp_path / "no-such-c++"), "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"), "TREEPE_CPU_KERNELS": "1"}
