@@ -495,12 +495,13 @@ def subtoken_counts(predicted:Sequence[Sequence], # per example: the predicted s
                     gold:Sequence[Sequence], # per example: the true name's subtokens
                     unknown=None, # the `<unk>` id (or string): it never counts as a match
                    ) -> dict: # subtoken_tp, subtoken_fp, subtoken_fn: one count per example
-    "Per example, the predicted subtokens the true name has (tp), does not have (fp), and the true ones missed (fn)."
+    """Per example, the predicted subtokens the true name has (tp), does not have (fp), and the true ones missed (fn);
+    each `<unk>` of the true name (a subtoken outside the vocabulary) is missed, a predicted `<unk>` is wrong."""
     if len(predicted) != len(gold): raise ValueError(f"{len(predicted)} predictions for {len(gold)} names")
     tp, fp, fn = [], [], []
     for p, g in zip(predicted, gold):
-        p, g = set(p), set(g) - {unknown}
-        tp.append(len(p & g)); fp.append(len(p - g)); fn.append(len(g - p))
+        p, unseen, g = set(p), sum(x == unknown for x in g), set(g) - {unknown}
+        tp.append(len(p & g)); fp.append(len(p - g)); fn.append(len(g - p) + unseen)
     return dict(subtoken_tp=tp, subtoken_fp=fp, subtoken_fn=fn)
 
 def subtoken_f1(counts:dict, # `subtoken_counts` (or a record holding them)

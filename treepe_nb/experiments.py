@@ -85,7 +85,7 @@ def test_metrics(model, task, split: str = "test", batch_size: int = 64, max_out
     if task.target == "tree": m["tree_f1"] = sum(map(tree_f1, out, refs)) / len(refs)
     if task.src_given:                                   # code-names: code2seq's subtoken counts, per example
         m.update(subtoken_counts(out, refs, task.tgt_vocab.unk))
-        m["subtoken_f1"] = subtoken_f1(m)["f1"]
+        m["subtoken_f1"], m["subtoken_unknown"] = subtoken_f1(m)["f1"], "missed"   # a true name's <unk> counts as missed
         m["predicted"] = [[str(w) for w in task.tgt_vocab.decode(o)] for o in out]   # the names given, as subtokens
         m["samples"] = [dict(e.meta, body=task.tokenizer.decode(e.src.tolist())) for e in list(task.splits[split])[:8]]
     return m
