@@ -246,7 +246,8 @@ def run_grid(names:Sequence[str], # grids to run, keys of `GRIDS`
             ) -> list[Path]: # the records written now
     """Run every cell of the grids that has no stored record yet, or only one from uncommitted code (and whose name
     `only` matches), `jobs` at a time. A record from uncommitted code is replaced by a run from committed code (its old
-    run folder must go first: a checkpoint of that code would be resumed). Ctrl-C or SIGTERM stop the grid resumably: the running cells save at a step boundary, no further cell starts, and
+    run folder must go first: a checkpoint of that code would be resumed). Ctrl-C or SIGTERM stop the grid resumably:
+    the running cells save at a step boundary, no further cell starts, and
     `Interrupted` says what was stored; run it again to go on. A cell that fails does not stop the others: the
     `GridFailed` at the end names each."""
     results = Path(results) if results is not None else results_dir()

@@ -41,7 +41,8 @@ CODE_NAMES = {  # function names (chapter 8cb): one encoder-decoder, only the so
     # name's subtokens) always sinusoidal. Every function of the corpus; dev perplexity chooses the checkpoint, a plateau
     # of it (or the budget) ends the run; names are short, so decoding stops at 12 subtokens. Bodies run from a few tokens to
     # 512, so batches are drawn in runs of 50 sorted by length (`length_groups`, chapter 8a): less padding, the same data
-    "length_groups": 50, "model.dropout": 0.1, "clip": 1.0, "best_metric": "perplexity", "eval_every": 250, "patience": 4, "min_steps": 1000,
+    "length_groups": 50, "model.dropout": 0.1, "clip": 1.0, "best_metric": "perplexity", "eval_every": 250, "patience": 4,
+    "min_steps": 1000,
     "steps": 3000, "batch_size": 32, "eval_examples": 200, "max_output_nodes": 12, "task.sizes": (10**6,) * 3}
 CODE_NAMES_RUNGS = (("base", {}), ("lr", {"lr": 1e-3}), ("dropout", {"lr": 1e-3, "model.dropout": 0.3}),   # cumulative
                     ("smoothing", {"lr": 1e-3, "model.dropout": 0.3, "label_smoothing": 0.1}),
@@ -133,11 +134,11 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
                  ("stack", "ape-tree"), SQ_CS2JS),
     "sq-cs2js-seq": ({d: {"task.options": {"vocab": "B", "length": "long", "form": "tokens"}} for d in ("cs2js", "js2cs")},
                      ("dfs",), ("sinusoidal",), SQ_CS2JS),
-    # the function-names recipe, chosen on dev (issue 73): the first cell (sinusoidal, Python, seed 0) overfitted at once, its dev
-    # perplexity rising from step 250 while the training loss fell; the rungs add, in order, a lower peak learning rate,
-    # more dropout, label smoothing and a smaller tokenizer, on the sequence encoding alone, each to a plateau of dev perplexity, and the
-    # rung with the best dev perplexity becomes CODE_NAMES (test is scored, as in every cell, but not read for the choice);
-    # r1 is CODE_NAMES itself: code-names-py's sinusoidal cell
+    # the function-names recipe, chosen on dev (issue 73): the first cell (sinusoidal, Python, seed 0) overfitted at once,
+    # its dev perplexity rising from step 250 while the training loss fell; the rungs add, in order, a lower peak learning
+    # rate, more dropout, label smoothing and a smaller tokenizer, on the sequence encoding alone, each to a plateau of dev
+    # perplexity, and the rung with the best dev perplexity becomes CODE_NAMES (test is scored, as in every cell, but not
+    # read for the choice); r1 is CODE_NAMES itself: code-names-py's sinusoidal cell
     "code-names-recipe": ({"code-names": {"task.options": {"language": "python", "kinds": True}}}, ("dfs",),
                           ("sinusoidal",), {**CODE_NAMES, "variants": {
                               f"r{i + 1}-{name}": change for i, (name, change) in enumerate(CODE_NAMES_RUNGS) if i}}),

@@ -357,11 +357,12 @@ def cross_validation_fold(train:Sequence, # the training examples, in file order
         raise ValueError(f"cv_fold must be 'k/K' with 2 <= K <= 20 and 1 <= k <= K (e.g. '1/5'), got {fold!r}")
     if len(train) < K: raise ValueError(f"cv_fold {fold}: {len(train)} training examples cannot make {K} folds")
     held = set(np.random.default_rng(0).permutation(len(train))[k - 1::K].tolist())
-    return {"train": [x for i, x in enumerate(train) if i not in held], "test": [x for i, x in enumerate(train) if i in held]}
+    return {"train": [x for i, x in enumerate(train) if i not in held],
+            "test": [x for i, x in enumerate(train) if i in held]}
 
 # %% ../nbs/08e_semparse.ipynb #12b6b26e
 def semparse_builder(dataset:str, # "geo" or "atis"
-                    ) -> Callable: # `build(seed, sizes, order, data, entities, source, keep_repeats, max_form_chars, max_form_depth)`
+                    ) -> Callable: # `build(seed, sizes, order, data, entities, source, keep_repeats, ..., cv_fold)`
     "The task builder of one semantic-parsing data set (see `tasks.register_task`): question words to LCRS logical forms."
     if dataset not in DATASETS: raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
     def build(seed, sizes, order, data:str|None=None, entities:str|None=None, source:str|None=None, keep_repeats:bool=False,
