@@ -13,8 +13,9 @@ from .train import TrainConfig
 
 # %% auto #0
 __all__ = ['TREE_ENCODINGS', 'APE_DECAY', 'FAITHFUL', 'FOR2LAM_METHODS', 'SQ_PLATEAU', 'SQ_SEMPARSE', 'SQ_CS2JS', 'CODE_SOURCES',
-           'CODE_NAMES', 'CODE_NAMES_RUNGS', 'SQ_RECIPE', 'RECIPE_CHANGES', 'SEMPARSE_RECIPE', 'TYPED_RECIPE',
-           'ATIS_PAPER', 'K8S_NOTE', 'TARGETS', 'SEMPARSE_METHODS', 'GRIDS', 'nest_settings', 'grid_configs']
+           'CODE_NAMES_FIRST', 'CODE_NAMES_RUNGS', 'CODE_NAMES_CHOSEN', 'CODE_NAMES', 'CODE_NAMES_OPTIONS', 'SQ_RECIPE',
+           'RECIPE_CHANGES', 'SEMPARSE_RECIPE', 'TYPED_RECIPE', 'ATIS_PAPER', 'K8S_NOTE', 'TARGETS', 'SEMPARSE_METHODS',
+           'GRIDS', 'nest_settings', 'grid_configs']
 
 # %% ../nbs/09h_grids.ipynb #92db3385
 TREE_ENCODINGS = ("sinusoidal", "learned", "relative", "rotary", "ape-seq", "stack", "ape-tree")  # Table 2b's rows
@@ -37,7 +38,7 @@ SQ_CS2JS = {**SQ_PLATEAU,  # Shiv & Quirk's CoffeeScript <-> JavaScript runs: th
     "batch_size": 64, "steps": 4000, "min_steps": 1500, "eval_examples": 100, "max_output_nodes": 200,
     "task.sizes": (100_000, 500, 2000)}   # test: 2,000 of the 10,000 stored test programs (decoding is the slow part)
 CODE_SOURCES = ("none", "sinusoidal", "rotary", "stack", "ape-tree", "additive")   # the encodings of a function's tokens
-CODE_NAMES = {  # function names (chapter 8cb): one encoder-decoder, only the source positions differ; the target (the
+CODE_NAMES_FIRST = {  # function names (chapter 8cb): one encoder-decoder, only the source positions differ; the target (the
     # name's subtokens) always sinusoidal. Every function of the corpus; dev perplexity chooses the checkpoint, a plateau
     # of it (or the budget) ends the run; names are short, so decoding stops at 12 subtokens. Bodies run from a few tokens to
     # 512, so batches are drawn in runs of 50 sorted by length (`length_groups`, chapter 8a): less padding, the same data
@@ -48,6 +49,10 @@ CODE_NAMES_RUNGS = (("base", {}), ("lr", {"lr": 1e-3}), ("dropout", {"lr": 1e-3,
                     ("smoothing", {"lr": 1e-3, "model.dropout": 0.3, "label_smoothing": 0.1}),
                     ("vocab", {"lr": 1e-3, "model.dropout": 0.3, "label_smoothing": 0.1,    # a smaller BPE vocabulary:
                                "task.options": {"language": "python", "kinds": True, "vocab_size": 2000}}))   # fewer rare tokens
+CODE_NAMES_CHOSEN = "vocab"   # the rung of the best dev perplexity (chapter 10ab's recipe table): the grids' recipe
+_chosen = dict(CODE_NAMES_RUNGS)[CODE_NAMES_CHOSEN]
+CODE_NAMES = {**CODE_NAMES_FIRST, **{k: v for k, v in _chosen.items() if k != "task.options"}}
+CODE_NAMES_OPTIONS = {k: v for k, v in _chosen.get("task.options", {"kinds": True}).items() if k != "language"}
 SQ_RECIPE = {**SQ_SEMPARSE,   # the recipe pilot (issue 54): Shiv & Quirk's own size and batch, 1,000 steps of 128 questions
     "model.d_model": 256, "model.d_ff": 1024, "batch_size": 128, "steps": 1000, "warmup": 100,   # ~230 passes over GEO's 549
     "eval_every": 50, "patience": 0}   # dev (49 questions) every ~12 passes; the full budget: the cosine schedule ends at 0
@@ -138,11 +143,11 @@ GRIDS = {  # grid name: (tasks (or task: its own settings), target orders, encod
     # its dev perplexity rising from step 250 while the training loss fell; the rungs add, in order, a lower peak learning
     # rate, more dropout, label smoothing and a smaller tokenizer, on the sequence encoding alone, each to a plateau of dev
     # perplexity, and the rung with the best dev perplexity becomes CODE_NAMES (test is scored, as in every cell, but not
-    # read for the choice); r1 is CODE_NAMES itself: code-names-py's sinusoidal cell
+    # read for the choice); r1 is CODE_NAMES_FIRST itself: code-names-py's first sinusoidal cell (results/superseded/)
     "code-names-recipe": ({"code-names": {"task.options": {"language": "python", "kinds": True}}}, ("dfs",),
-                          ("sinusoidal",), {**CODE_NAMES, "variants": {
+                          ("sinusoidal",), {**CODE_NAMES_FIRST, "variants": {
                               f"r{i + 1}-{name}": change for i, (name, change) in enumerate(CODE_NAMES_RUNGS) if i}}),
-    **{f"code-names-{short}": ({"code-names": {"task.options": {"language": lang, "kinds": True}}}, ("dfs",),
+    **{f"code-names-{short}": ({"code-names": {"task.options": {"language": lang, **CODE_NAMES_OPTIONS}}}, ("dfs",),
                                tuple((src, "sinusoidal") for src in CODE_SOURCES), CODE_NAMES)
        for lang, short in (("python", "py"), ("javascript", "js"))},
 }
