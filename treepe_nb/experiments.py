@@ -32,7 +32,7 @@ from .yaml_reader import load_yaml_data
 # %% auto #0
 __all__ = ['RUNNER_GONE_WAIT', 'METRICS', 'TREE_TASKS', 'PAPER_TABLE_2B', 'PAPER_TABLE_2A', 'tree_f1', 'test_metrics',
            'record_data', 'run_cell', 'add_analysis', 'trace_record', 'GridFailed', 'run_grid', 'from_uncommitted_code',
-           'load_results', 'experiments_cli', 'summarise', 'compare']
+           'load_results', 'experiments_cli', 'ended_by', 'summarise', 'compare']
 
 # %% ../nbs/10_experiments.ipynb #604404f0
 def _labelled_paths(t: Tree) -> Counter:
@@ -372,6 +372,14 @@ def experiments_cli(argv:Sequence[str]|None=None):
         for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)
         print(f"treepe-experiments: {str(e) or 'interrupted'}", file=sys.stderr); sys.exit(130)
     except GridFailed as e: print(f"treepe-experiments: {e}", file=sys.stderr); sys.exit(1)
+
+# %% ../nbs/10_experiments.ipynb #1406dc9a
+def ended_by(record:dict # a stored record (`run_cell`)
+            ) -> tuple[int, str]: # the last logged training step, and "budget" or "plateau"
+    """What ended a stored cell: its step budget, or the plateau rule before it (`train_loss` keeps every 10th step, so
+    a cell within 10 steps of its budget ran it out)."""
+    last = max(step for step, _ in record["train_loss"])
+    return last, "budget" if last >= record["config"]["steps"] - 10 else "plateau"
 
 # %% ../nbs/10_experiments.ipynb #c7f338fc
 METRICS = ("perplexity", "token_accuracy", "exact_match", "tree_f1")
