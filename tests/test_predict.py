@@ -78,6 +78,7 @@ def _readme_section(title, end="\n## "):
     return readme[start:readme.index(end, start + len(title))]
 
 
+@pytest.mark.long   # several trainings in subprocesses: run by --long (CI)
 def test_readme_predict_and_pairs_commands_work(tmp_path):
     """The README's "Predict with a trained run", "Train on your own pairs" and own-encoding commands, run as written in a fresh
     folder (after a short `treepe-train` into runs/default, the README's default run): only the training commands

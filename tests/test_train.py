@@ -65,6 +65,7 @@ def test_resume_equals_uninterrupted(tmp_path):
     assert read_metrics(part)[1] == read_metrics(tmp_path / "whole")[1]
 
 
+@pytest.mark.long   # several trainings in subprocesses: run by --long (CI)
 def test_two_processes_follow_one(tmp_path):
     args = ["--sizes", "64", "8", "8", "--steps", "6", "--batch-size", "16", "--d-model", "32", "--dropout", "0",
             "--eval-every", "0", "--eval-examples", "2", "--no-progress", "--device", "cpu", "--threads", "1"]
@@ -81,6 +82,7 @@ def test_two_processes_follow_one(tmp_path):
     assert max(abs(a - b) / a for a, b in zip(one_l, two_l)) < 1e-5, (one_l, two_l)
 
 
+@pytest.mark.long   # several trainings in subprocesses: run by --long (CI)
 def test_command_line_end_to_end(tmp_path):
     for cmd in ("treepe-train", "treepe-eval"):
         exe = shutil.which(cmd)
