@@ -314,12 +314,12 @@ def train_tokenizer(texts:Iterable[str], # the training split's function texts (
 def save_tokenizer(tokenizer, # from `train_tokenizer`
                    folder:str|Path, # a run folder
                   ) -> Path: # `folder/tokenizer.json`
-    "Write the tokenizer as `tokenizer.json` in `folder` (never through a symbolic link)."
-    path = Path(folder) / "tokenizer.json"
+    """Write the tokenizer as `tokenizer.json` in `folder`, as a run folder writes its files: whole, through a
+    temporary file opened with `O_EXCL | O_NOFOLLOW` and renamed into place, so never through a symbolic link, even
+    one made while it writes."""
+    from treepe_nb.runs import write_run_file               # (the run folder's writer; runs imports the tasks)
     if not Path(folder).is_dir(): raise ValueError(f"{folder} is not a folder")
-    if path.is_symlink(): raise ValueError(f"{path} is a symbolic link: refusing to write through it")
-    path.write_text(tokenizer.to_str(), encoding="utf-8")
-    return path
+    return write_run_file(Path(folder) / "tokenizer.json", tokenizer.to_str())
 
 # %% ../nbs/08cb_code_names.ipynb #8f62acd0
 def load_tokenizer(path:str|Path, # a `tokenizer.json`, or the run folder that holds one
