@@ -14,9 +14,10 @@ import torch
 pytest.importorskip("tokenizers")
 pytest.importorskip("tree_sitter_python")
 from treepe_nb.batching import Example, SeqVocab
+from treepe_nb.runs import save_tokenizer
 from treepe_nb.code_names import (JS_BUNDLE, MASK, SPLIT_NAMES, TokenCollator, code_corpus, code_name_examples,
                                   code_names_data, file_functions, function_tree, load_tokenizer, mask_name,
-                                  name_subtokens, read_bundle, save_tokenizer, split_of, stdlib_corpus, stdlib_files,
+                                  name_subtokens, read_bundle, split_of, stdlib_corpus, stdlib_files,
                                   train_tokenizer)
 
 MODULES = ["json/decoder.py", "json/encoder.py", "json/scanner.py", "textwrap.py", "shlex.py", "fnmatch.py", "glob.py",

@@ -155,7 +155,7 @@ def test_plot_run_from_a_fresh_interpreter(tmp_path):
     run = tmp_path / "run"
     train(TrainConfig(TaskConfig(sizes=(32, 8, 8)), ModelConfig(pe="stack", d_model=16), steps=2, eval_examples=2,
                       out=str(run)), progress=False)
-    code = f"from treepe_nb.train import plot_run; ax = plot_run({str(run)!r}); print(len(ax[0].lines))"
+    code = f"from treepe_nb.report import plot_run; ax = plot_run({str(run)!r}); print(len(ax[0].lines))"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                          env={**os.environ, "MPLBACKEND": "Agg"})
     assert res.returncode == 0 and res.stdout.strip() == "1", res.stderr[-2000:]

@@ -170,7 +170,7 @@ def test_the_start_line_explains_the_target_vocabulary():
 
 def test_the_summary_reads_as_sentences():
     "`treepe-train` ended with 30 lines of JSON; `summary_text` says what each number is (wiring it into the command is 09c's)."
-    from treepe_nb.train import summary_text
+    from treepe_nb.report import summary_text
     m = {"perplexity": 1.25, "token_accuracy": 0.9, "exact_match": 0.5, "decoded": 40}
     s = {"run": "runs/x", "step": 1000, "best_step": 750, "exact_match": 0.5, "stopped_early": None, "seconds": 61.2,
          "dev": {"step": 1000, **m}, "dropped": {"repeated in a file": 3}, "test": {"step": 750, **m}}

@@ -20,7 +20,8 @@ from .yaml_reader import load_yaml_data
 from .commands import command_error, int_at_least
 from .config import (TrainConfig, import_modules, nested_settings, read_run_file, resolve_device,
                               BEST_METRICS, AMP_MODES)
-from .train import eval_record, evaluate, summary_text, train, Interrupted
+from .train import eval_record, evaluate, train, Interrupted
+from .report import summary_text
 from . import __version__
 
 # %% auto #0

@@ -24,9 +24,9 @@ __all__ = ['MASK', 'FUNCTION_NODES', 'NAME_NODES', 'BODY_NODES', 'PARAMETER_NODE
            'SPLIT_NAMES', 'CODE_NAMES_DATA', 'JS_BUNDLE', 'MAX_BUNDLE_BYTES', 'MAX_TOKENIZER_BYTES',
            'MAX_TOKENIZER_VOCAB', 'CORPORA', 'name_subtokens', 'mask_name', 'CodeFunction', 'file_functions',
            'stdlib_files', 'split_of', 'CodeCorpus', 'code_corpus', 'stdlib_corpus', 'write_bundle', 'read_bundle',
-           'javascript_corpus', 'train_tokenizer', 'save_tokenizer', 'load_tokenizer', 'function_tree', 'node_kinds',
-           'TokenExample', 'code_name_examples', 'TokenCollator', 'code_names_data', 'code_names_builder',
-           'file_examples', 'subtoken_counts', 'subtoken_f1']
+           'javascript_corpus', 'train_tokenizer', 'load_tokenizer', 'function_tree', 'node_kinds', 'TokenExample',
+           'code_name_examples', 'TokenCollator', 'code_names_data', 'code_names_builder', 'file_examples',
+           'subtoken_counts', 'subtoken_f1']
 
 # %% ../nbs/08cb_code_names.ipynb #78e920a9
 _SUBTOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W\d_]+")
@@ -309,17 +309,6 @@ def train_tokenizer(texts:Iterable[str], # the training split's function texts (
                                      initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tokenizer.train_from_iterator(texts, trainer)
     return tokenizer
-
-# %% ../nbs/08cb_code_names.ipynb #8db2b657
-def save_tokenizer(tokenizer, # from `train_tokenizer`
-                   folder:str|Path, # a run folder
-                  ) -> Path: # `folder/tokenizer.json`
-    """Write the tokenizer as `tokenizer.json` in `folder`, as a run folder writes its files: whole, through a
-    temporary file opened with `O_EXCL | O_NOFOLLOW` and renamed into place, so never through a symbolic link, even
-    one made while it writes."""
-    from treepe_nb.runs import write_run_file               # (the run folder's writer; runs imports the tasks)
-    if not Path(folder).is_dir(): raise ValueError(f"{folder} is not a folder")
-    return write_run_file(Path(folder) / "tokenizer.json", tokenizer.to_str())
 
 # %% ../nbs/08cb_code_names.ipynb #8f62acd0
 def load_tokenizer(path:str|Path, # a `tokenizer.json`, or the run folder that holds one

@@ -20,7 +20,8 @@ from .config import TrainConfig, checkpoint_config, import_modules, read_run_fil
 # %% auto #0
 __all__ = ['CHECKPOINTS', 'VOCAB_KEYS', 'FLAT_FIELDS', 'check_run_file', 'check_run_folder', 'write_run_file', 'append_run_file',
            'RunFolder', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint', 'append_record',
-           'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab', 'RunLock', 'checkpoint_state', 'Run']
+           'read_metrics', 'truncate_records', 'save_vocab', 'load_vocab', 'save_tokenizer', 'RunLock',
+           'checkpoint_state', 'Run']
 
 # %% ../nbs/09_runs.ipynb #e12eb36c
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)   # (Windows has no symbolic-link flag; its links need privileges to make)
@@ -341,7 +342,7 @@ def save_vocab(run:str|Path, # a run folder
               ) -> Path:
     """Write the task's `TaskSpec`, vocabularies and `info` into `run/vocab.json` (atomically), as `VOCAB_KEYS`; a task
     with a tokenizer of its own (code-names) writes it beside, as `tokenizer.json`, which `predict` reads as data."""
-    if getattr(task, "tokenizer", None) is not None: write_run_file(Path(run) / RunFolder.TOKENIZER, task.tokenizer.to_str())
+    if getattr(task, "tokenizer", None) is not None: save_tokenizer(task.tokenizer, run)
     path = Path(run) / RunFolder.VOCAB
     return write_run_file(path, json.dumps(_vocab_record(task)))
 
@@ -378,6 +379,16 @@ def _check_spec(spec:TaskSpec, path:Path):
     for name in ("src_binary", "tgt_binary"):
         if not isinstance(getattr(spec, name), bool):
             raise ValueError(f"{path} is damaged: spec.{name} must be true or false, got {getattr(spec, name)!r:.40}")
+
+# %% ../nbs/09_runs.ipynb #a8231d5e
+def save_tokenizer(tokenizer, # a `tokenizers.Tokenizer` (a task's own, e.g. code-names', chapter 8cb)
+                   folder:str|Path, # a run folder
+                  ) -> Path: # `folder/tokenizer.json`
+    """Write the tokenizer as `tokenizer.json` in `folder` as every file of a run folder is written (`write_run_file`):
+    whole, through a temporary file opened with `O_EXCL | O_NOFOLLOW` and renamed into place, so never through a
+    symbolic link, even one made while it writes. Chapter 8cb's `load_tokenizer` reads it back as data."""
+    if not Path(folder).is_dir(): raise ValueError(f"{folder} is not a folder")
+    return write_run_file(Path(folder) / RunFolder.TOKENIZER, tokenizer.to_str())
 
 # %% ../nbs/09_runs.ipynb #423a0021
 def _alive(pid:int) -> bool:

@@ -33,7 +33,7 @@ from .runs import (RunFolder, RunLock, append_record, load_checkpoint, read_metr
 
 # %% auto #0
 __all__ = ['STOP_WAIT', 'amp_context', 'warmup_cosine', 'seed_everything', 'build', 'batch_loss', 'decode_split', 'evaluate',
-           'eval_record', 'dropped_examples', 'Interrupted', 'TrainRecipe', 'train', 'summary_text', 'plot_run']
+           'eval_record', 'dropped_examples', 'Interrupted', 'TrainRecipe', 'scores_text', 'train']
 
 # %% ../nbs/09a_train.ipynb #82dd9fc3
 def amp_context(amp:str, # one of `AMP_MODES`
@@ -413,8 +413,10 @@ def save(self:TrainRecipe, name:str # `RunFolder.LAST` or `RunFolder.BEST`
                     since_best=self.since_best, best_perplexity=self.best_ppl, seconds=self.seconds(), config=self.cfg.to_dict())
 
 # %% ../nbs/09a_train.ipynb #a77c13e5
-def _scores(m:dict, decoded:bool=False) -> str:
-    "An evaluation's scores in words (`decoded`: with how many examples exact match decoded)."
+def scores_text(m:dict, # an evaluation's metrics (`evaluate`)
+                decoded:bool=False, # also say how many examples exact match decoded
+               ) -> str: # perplexity, token accuracy and exact match, in words
+    "An evaluation's scores in words, as the training log and `summary_text` print them."
     em = ("none decoded" if m["exact_match"] is None else
           f"{m['exact_match']:.3f}" + (f" of {m['decoded']} decoded" if decoded else ""))
     return f"perplexity {m['perplexity']:.3f}, token accuracy {m['token_accuracy']:.3f}, exact match {em}"
@@ -437,7 +439,7 @@ def evaluate_dev(self:TrainRecipe):
         elif cfg.patience and self.since_best >= cfg.patience and self.step >= cfg.min_steps:
             self.early = f"no better dev {cfg.best_metric} in {self.since_best} evaluations (patience={cfg.patience})"
         self.save(RunFolder.LAST)
-        tqdm.write(f"step {self.step}: dev {_scores(m)}" + (f"; stopping early: {self.early}" if self.early else ""),
+        tqdm.write(f"step {self.step}: dev {scores_text(m)}" + (f"; stopping early: {self.early}" if self.early else ""),
                    file=sys.stderr)
     if self.world > 1: dist.barrier()
 
@@ -561,40 +563,3 @@ def train(cfg:TrainConfig, # the run's settings
          ) -> dict: # the final dev metrics, the best step, why it stopped early (or None), the run folder (and the test score)
     "Train a model as `cfg` says, evaluating on dev, writing records and checkpoints into `cfg.out` (`TrainRecipe`)."
     return TrainRecipe(cfg if test is None else replace(cfg, test=test), progress, stop_at, log_every).run(resume, overwrite)
-
-# %% ../nbs/09a_train.ipynb #85b2c9d1
-def summary_text(summary:dict, # what `train` returns (also the run's summary.json)
-                ) -> str: # a few lines, each saying what its numbers are
-    """`train`'s summary for a person: how far the run went and why it stopped, the step best.pt holds and its dev score,
-    the last dev evaluation, what was left out of the data, the test score, and where the whole summary is kept."""
-    run, best = summary["run"], next((m for m in BEST_METRICS if m in summary), "exact_match")
-    stopped = f", stopped early: {summary['stopped_early']}" if summary.get("stopped_early") else ""
-    lines = [f"{run}: {summary['step']:,} steps in {summary['seconds']:.0f} s{stopped}"]
-    if summary.get("best_step") is None: lines.append("best.pt: none yet (no evaluation; last.pt holds the last step)")
-    else: lines.append(f"best.pt: step {summary['best_step']:,}, the run's best dev {best.replace('_', ' ')}, "
-                       f"{summary[best]:.3f}")
-    if summary.get("dev"): lines.append(f"last dev evaluation (step {summary['dev']['step']:,}): {_scores(summary['dev'], True)}")
-    if summary.get("dropped"):
-        lines.append("left out of the data: " + ", ".join(f"{v} {k}" for k, v in summary["dropped"].items()))
-    if summary.get("test"): lines.append(f"test split, scored with best.pt: {_scores(summary['test'], True)}")
-    return "\n".join(lines + [f"{Path(run) / RunFolder.SUMMARY} holds all of it"])
-
-# %% ../nbs/09a_train.ipynb #6835eade
-def plot_run(run:str|Path, # a run folder
-             ax=None, # two matplotlib axes (default: a new figure)
-             label:str|None=None, # legend label (default: the folder's name)
-            ):
-    "Training loss and dev metrics of a run against the step."
-    plt = optional_import("matplotlib.pyplot", "plots", "plot_run")
-    steps, evals = read_metrics(run)
-    if ax is None: _, ax = plt.subplots(1, 2, figsize=(9, 3))
-    label = label or Path(run).name
-    ax[0].plot([r["step"] for r in steps], [r["loss"] for r in steps], label=label, lw=0.8)
-    ax[0].set(xlabel="step", ylabel="training loss (nats/token)", yscale="log")
-    if evals:
-        ax[1].plot(
-            [r["step"] for r in evals], [r["exact_match"] for r in evals], "o-", label=f"{label}: exact match"
-        )
-        ax[1].plot([r["step"] for r in evals], [r["token_accuracy"] for r in evals], "s--", label=f"{label}: token accuracy")
-    ax[1].set(xlabel="step", ylabel="dev", ylim=(-0.02, 1.02)); ax[1].legend(fontsize=8)
-    return ax
