@@ -380,7 +380,7 @@ def _check_spec(spec:TaskSpec, path:Path):
         if not isinstance(getattr(spec, name), bool):
             raise ValueError(f"{path} is damaged: spec.{name} must be true or false, got {getattr(spec, name)!r:.40}")
 
-# %% ../nbs/09_runs.ipynb #a8231d5e
+# %% ../nbs/09_runs.ipynb #cc6b833a
 def save_tokenizer(tokenizer, # a `tokenizers.Tokenizer` (a task's own, e.g. code-names', chapter 8cb)
                    folder:str|Path, # a run folder
                   ) -> Path: # `folder/tokenizer.json`
