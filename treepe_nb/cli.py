@@ -57,7 +57,7 @@ def _choices() -> dict:
     from treepe_nb.model import ACTIVATIONS
     return {"name": list(TASKS), "pe": list(ENCODINGS), "src_pe": list(ENCODINGS), "tgt_pe": list(ENCODINGS),
             "order": ["dfs", "bfs"], "preset": list(PRESETS), "best_metric": list(BEST_METRICS), "activation": list(ACTIVATIONS),
-            "amp": list(AMP_MODES)}
+            "amp": list(AMP_MODES), "also_best": list(BEST_METRICS)}
 
 _FLAGS = {("task", "name"): "--task", ("task", "options"): "--task-option", (None, "imports"): "--import"}   # flags that are not the field's name
 
@@ -93,7 +93,7 @@ def _train_parser() -> argparse.ArgumentParser:
             typ = str(f.type).replace(" ", "")
             if typ not in _OPTION_KINDS: raise TypeError(f"{cls.__name__}.{f.name}: no command-line form for {f.type}")
             kind, help = dict(_OPTION_KINDS[typ]), _plain_help(docs.get(f.name) or f.name)
-            if f.name in choices: kind["choices"] = choices[f.name]
+            if f.name in choices: kind.update(choices=choices[f.name], metavar=None)   # argparse shows the choices
             elif "type" in kind and "metavar" not in kind: kind["metavar"] = f.name.upper()
             value = getattr(base, f.name)
             if f.name == "options": help += "; repeat for several, or give a YAML mapping such as '{depth_mean: 7}'"

@@ -94,6 +94,16 @@ def _model_config(d:dict) -> ModelConfig:
 
 AMP_MODES = ("cuda", "all", "off")   # where `TrainConfig.amp` turns bf16 autocast on
 
+def _also_best(names, best_metric:str) -> tuple[str, ...]:
+    "`also_best` as a tuple of `BEST_METRICS` other than `best_metric`, each once, else a `ValueError` naming the bad one."
+    names = (names,) if isinstance(names, str) else tuple(names)
+    for name in names:
+        if name not in BEST_METRICS:
+            raise ValueError(f"also_best must name metrics of {', '.join(BEST_METRICS)}, got {name!r}")
+    if best_metric in names: raise ValueError(f"also_best repeats best_metric ({best_metric!r}): best.pt keeps it already")
+    if len(set(names)) < len(names): raise ValueError(f"also_best names a metric twice: {list(names)}")
+    return names
+
 @dataclass
 class TrainConfig:
     "Every setting of a training run: the data, the model, the optimiser and the run (the options of `treepe-train`)."
@@ -116,6 +126,7 @@ class TrainConfig:
     threads: int|None = None         # CPU threads of torch (None: 1 on machines with at most 4 cores, else torch's default)
     out: str = "runs/default"        # the run folder: config, metrics, checkpoints
     best_metric: str = "exact_match" # dev metric that picks best.pt: exact_match, token_accuracy or perplexity
+    also_best: tuple[str, ...] = ()  # other dev metrics, each keeping its own checkpoint best-METRIC.pt (same run, same steps)
     patience: int = 4                # stop after this many evaluations without a better best_metric (0: never)
     min_steps: int = 0               # patience stops a run only from this step on (a plateau rule with a floor)
     stop_when_perfect: bool = True   # stop at the first evaluation whose dev exact match is 1.0
@@ -152,6 +163,7 @@ class TrainConfig:
         check_device(self.device)
         if self.best_metric not in BEST_METRICS:
             raise ValueError(f"best_metric must be one of {', '.join(BEST_METRICS)}, got {self.best_metric!r}")
+        self.also_best = _also_best(self.also_best, self.best_metric)
 
     @property
     def seed(self) -> int:

@@ -110,6 +110,11 @@ def run_cell(cfg:TrainConfig, # the cell
     loaded = Run(cfg.out, "best", data=True)
     task, model, best_step = loaded.task, loaded.model, loaded.step
     test = test_metrics(model, task, max_output_nodes=cfg.max_output_nodes, beam=cfg.beam)   # decoded as dev was
+    also = {}
+    for k in cfg.also_best:                                  # the other rules' checkpoints (`also_best`), scored alike
+        kept = Run(cfg.out, f"best-{k}")
+        also[k] = {"best_step": kept.step, "test": test_metrics(kept.model, task, max_output_nodes=cfg.max_output_nodes,
+                                                                beam=cfg.beam)}
     trains, evals = read_metrics(cfg.out)
     analysis = yaml_analysis(model, task) if cfg.task.name in TARGETS else None
     k8s = k8s_probe(model, task) if cfg.task.name in TARGETS else None
@@ -120,7 +125,7 @@ def run_cell(cfg:TrainConfig, # the cell
               "data": record_data(task),
               "train_loss": [[r["step"], r["loss"]] for r in trains if r["step"] % 10 == 0],
               **({"analysis": analysis} if analysis else {}), **({"k8s": k8s} if k8s else {}),
-              **({"note": note} if note else {}),
+              **({"note": note} if note else {}), **({"also_best": also} if also else {}),
               "machine": {"threads": torch.get_num_threads(), "torch": torch.__version__, "cpus": os.cpu_count(),
                           "device": cfg.device}}
     _write_record(result, record)

@@ -16,7 +16,7 @@ from .trees import Tree, batch_positions
 from .commands import command_error, int_at_least
 from .corpora import docstring_tokens, yaml_example, yaml_key_nodes, yaml_targets, yaml_trees
 from .batching import Collator
-from .runs import Run, RunFolder
+from .runs import CHECKPOINTS, Run, RunFolder
 from .config import import_modules
 from .pairs import FORMATS, MAX_INPUT_NODES, parse_for, read_input, read_lines, to_python
 from .for2lam import MAX_FOR_NESTING
@@ -298,7 +298,8 @@ def predict_cli(argv:Sequence[str]|None=None):
                    "token); for a yaml-keys or k8s-keys run, {file, document, line, column, path, suggestions, ...}")
     p.add_argument("--unknown", choices=["raise", "unk"], default=None,
                    help="a token outside the vocabulary: an error, or <unk> (default: <unk> where training used it)")
-    p.add_argument("--checkpoint", choices=["auto", "best", "last"], default="auto", help="which checkpoint (default: auto)")
+    p.add_argument("--checkpoint", choices=CHECKPOINTS, default="auto", help="which checkpoint (default: auto; best-METRIC: "
+                   "one that --also-best kept)")
     p.add_argument("--beam", type=int_at_least(1), default=None, help="beam width (default: greedy)")
     p.add_argument("--nbest", type=int_at_least(1), default=None, help="with --jsonl and --beam W: the best K <= W "
                    "hypotheses of each input, with their scores, in an nbest field (default: 1); for a yaml-keys or "

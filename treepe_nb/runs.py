@@ -15,7 +15,8 @@ from .batching import SeqVocab
 from .tracking import ArityVocab
 from .model import Transformer
 from .tasks import TaskSpec, make_task
-from .config import TrainConfig, checkpoint_config, import_modules, read_run_file, resolve_device, stored_config
+from .config import (BEST_METRICS, TrainConfig, checkpoint_config, import_modules, read_run_file, resolve_device,
+                              stored_config)
 
 # %% auto #0
 __all__ = ['CHECKPOINTS', 'VOCAB_KEYS', 'FLAT_FIELDS', 'check_run_file', 'check_run_folder', 'write_run_file', 'append_run_file',
@@ -86,7 +87,8 @@ def append_run_file(path:str|Path, # the file (created if missing)
         raise OSError(e.errno, e.strerror or str(e), str(path)) from None
 
 # %% ../nbs/09_runs.ipynb #59142f1a
-CHECKPOINTS = ("auto", "best", "last")   # auto: best.pt if there is one, else last.pt
+CHECKPOINTS = ("auto", "best", "last", *(f"best-{m}" for m in BEST_METRICS))   # auto: best.pt if there is one, else
+                                          # last.pt; best-METRIC: the checkpoint of a metric in `TrainConfig.also_best`
 
 class RunFolder:
     """The layout of one run folder: its files' names, which checkpoint each use reads, its config.yaml (read once),
@@ -94,7 +96,8 @@ class RunFolder:
     CONFIG, VOCAB, METRICS, SUMMARY = "config.yaml", "vocab.json", "metrics.jsonl", "summary.json"
     BEST, LAST = "best.pt", "last.pt"
     TOKENIZER = "tokenizer.json"                            # a task's own subword tokenizer (code-names), as data
-    FILES = (CONFIG, VOCAB, METRICS, LAST, BEST, SUMMARY, TOKENIZER)   # what a run writes (and eval_*.json, tensorboard/)
+    ALSO_BEST = tuple(f"best-{m}.pt" for m in BEST_METRICS)   # the checkpoints of `TrainConfig.also_best`
+    FILES = (CONFIG, VOCAB, METRICS, LAST, BEST, SUMMARY, TOKENIZER, *ALSO_BEST)   # what a run writes (and eval_*.json, tensorboard/)
     RESUME_ORDER = (LAST, BEST)                             # a resume continues from the newest state
 
     def __init__(self, path:str|Path # the folder (it need not exist yet)
@@ -102,6 +105,12 @@ class RunFolder:
         self.path = Path(path)
     def __truediv__(self, name:str) -> Path: return self.path / name
     def __repr__(self): return f"RunFolder({str(self.path)!r})"
+
+    @staticmethod
+    def best_of(metric:str # a metric of `TrainConfig.also_best`
+               ) -> str:
+        "The file of the checkpoint that `TrainConfig.also_best` keeps for `metric`: `best-METRIC.pt`."
+        return f"best-{metric}.pt"
 
     def held(self) -> list[str]:
         "The run files of `FILES` that the folder holds."
@@ -136,7 +145,12 @@ class RunFolder:
     def checkpoint_file(self, which:str="auto" # one of `CHECKPOINTS`
                        ) -> Path:
         "The checkpoint a trained model is read from: `auto` is best.pt if there is one, else last.pt."
-        if which not in CHECKPOINTS: raise ValueError(f"checkpoint must be auto, best or last, got {which!r}")
+        if which not in CHECKPOINTS: raise ValueError(f"checkpoint must be one of {', '.join(CHECKPOINTS)}, got {which!r}")
+        if which.startswith("best-"):
+            if not (self.path / f"{which}.pt").exists():
+                raise FileNotFoundError(f"no {which}.pt in {self.path}: a run keeps it when its also_best names "
+                                        f"{which[5:]} (--also-best {which[5:]})")
+            return self.path / f"{which}.pt"
         best = which == "best" or (which == "auto" and (self.path / self.BEST).exists())
         if best and not (self.path / self.BEST).exists() and (self.path / self.LAST).exists():
             raise FileNotFoundError(f"no best.pt in {self.path} (the run stopped before its first evaluation): use its last "

@@ -337,6 +337,7 @@ class TrainRecipe:
         self.stop = {"signal": None, "building": True}   # `_stop_signals` sets "signal"; "building": no step yet
         self.step, self.best, self.best_step, self.since_best, self.early = 0, None, None, 0, None
         self.spent, self.best_ppl, self.started, self.board = 0.0, None, None, None
+        self.also = {}                                   # metric of `also_best`: its best, step and dev perplexity so far
 
     def seconds(self) -> float|None:
         "The training loop's wall-clock seconds over every attempt so far (None if an earlier attempt did not count them)."
@@ -362,6 +363,7 @@ def setup(self:TrainRecipe, resume:bool=False, # continue the run in the folder 
         self.sched.load_state_dict(ck["scheduler"])
         self.step, self.best, self.best_step, self.since_best = ck["step"], ck["best"], ck["best_step"], ck.get("since_best", 0)
         self.spent, self.best_ppl = ck.get("seconds"), ck.get("best_perplexity")   # None: a checkpoint from before they were kept
+        self.also = ck.get("also_best") or {}
         set_rng_state(ck["rng"])
         if (done := _stopped_early(self.folder, ck, cfg)) is not None: return done
     self.per = cfg.batch_size // self.world
@@ -410,7 +412,8 @@ def save(self:TrainRecipe, name:str # `RunFolder.LAST` or `RunFolder.BEST`
     "Write the checkpoint `name` with everything a resume needs (`save_checkpoint` adds the random states)."
     save_checkpoint(self.folder / name, model=self.model.state_dict(), optimizer=self.opt.state_dict(),
                     scheduler=self.sched.state_dict(), step=self.step, best=self.best, best_step=self.best_step,
-                    since_best=self.since_best, best_perplexity=self.best_ppl, seconds=self.seconds(), config=self.cfg.to_dict())
+                    since_best=self.since_best, best_perplexity=self.best_ppl, seconds=self.seconds(), config=self.cfg.to_dict(),
+                    also_best=self.also)
 
 # %% ../nbs/09a_train.ipynb #a77c13e5
 def scores_text(m:dict, # an evaluation's metrics (`evaluate`)
@@ -431,10 +434,14 @@ def evaluate_dev(self:TrainRecipe):
         append_record(self.folder.path, {"step": self.step, "split": "dev", **m})
         for k in ("perplexity", "token_accuracy", "exact_match"):
             if self.board is not None and m[k] is not None: self.board.add_scalar(f"dev/{k}", m[k], self.step)
-        if _improves(cfg.best_metric, m, self.best, self.best_ppl):
-            self.best, self.best_step, self.since_best, self.best_ppl = m[cfg.best_metric], self.step, 0, m["perplexity"]
-            self.save(RunFolder.BEST)
+        improved = _improves(cfg.best_metric, m, self.best, self.best_ppl)
+        if improved: self.best, self.best_step, self.since_best, self.best_ppl = m[cfg.best_metric], self.step, 0, m["perplexity"]
         else: self.since_best += 1
+        also = {k: self.also.get(k, {}) for k in cfg.also_best}    # the other rules: their own best, on the same evaluations
+        kept = [k for k, b in also.items() if _improves(k, m, b.get("best"), b.get("perplexity"))]
+        for k in kept: self.also[k] = {"best": m[k], "step": self.step, "perplexity": m["perplexity"]}
+        names = ([RunFolder.BEST] if improved else []) + [RunFolder.best_of(k) for k in kept]
+        for name in names: self.save(name)               # after every update: each file holds the whole state
         if cfg.stop_when_perfect and m["exact_match"] == 1.0: self.early = "dev exact match 1.0 (stop_when_perfect)"
         elif cfg.patience and self.since_best >= cfg.patience and self.step >= cfg.min_steps:
             self.early = f"no better dev {cfg.best_metric} in {self.since_best} evaluations (patience={cfg.patience})"
@@ -520,6 +527,15 @@ def fit(self:TrainRecipe):
 
 # %% ../nbs/09a_train.ipynb #0ca2debc
 @patch
+def test_score(self:TrainRecipe, name:str # a checkpoint of the run folder: `RunFolder.BEST`, or `RunFolder.best_of(metric)`
+              ) -> dict: # `evaluate`'s metrics on the test split
+    "Load a checkpoint's weights into the model and score the test split, decoded as dev was."
+    cfg = self.cfg
+    self.model.load_state_dict(load_checkpoint(self.folder / name)["model"])
+    return evaluate(self.model, self.task, "test", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
+                    max_output_nodes=cfg.max_output_nodes, device=self.device)
+
+@patch
 def finish(self:TrainRecipe) -> dict: # what `train` returns (also in summary.json)
     "The run's summary (and best.pt's test score when `cfg.test`), written to summary.json by the first process."
     cfg, rank, out = self.cfg, self.rank, self.folder.path
@@ -527,11 +543,11 @@ def finish(self:TrainRecipe) -> dict: # what `train` returns (also in summary.js
     summary = {"run": str(out), "step": self.step, "best_step": self.best_step, cfg.best_metric: self.best,
                "stopped_early": self.early, "dev": evals[-1] if evals else None, "seconds": self.seconds(),
                "dropped": dropped_examples(self.task.info)}
+    if self.also: summary["also_best"] = {k: {"best_step": v["step"], k: v["best"]} for k, v in self.also.items()}
     if rank == 0 and cfg.test and self.best_step is not None:       # with the task in hand: nothing is built again
-        self.model.load_state_dict(load_checkpoint(self.folder / RunFolder.BEST)["model"])
-        scored = evaluate(self.model, self.task, "test", decode_examples=cfg.eval_examples or None, beam=cfg.beam,
-                          max_output_nodes=cfg.max_output_nodes, device=self.device)
-        summary["test"] = eval_record(out, "test", "best", self.best_step, scored, cfg.beam)
+        for k, kept in summary.get("also_best", {}).items():          # (their eval_test.json is best.pt's alone)
+            kept["test"] = {"checkpoint": f"best-{k}", "step": kept["best_step"], **self.test_score(RunFolder.best_of(k))}
+        summary["test"] = eval_record(out, "test", "best", self.best_step, self.test_score(RunFolder.BEST), cfg.beam)
     if rank == 0: self.folder.write_summary(summary)   # through a temporary file: a pipe in its place is replaced
     if self.world > 1: dist.barrier(); dist.destroy_process_group()
     return summary
