@@ -147,10 +147,11 @@ class RunFolder:
         "The checkpoint a trained model is read from: `auto` is best.pt if there is one, else last.pt."
         if which not in CHECKPOINTS: raise ValueError(f"checkpoint must be one of {', '.join(CHECKPOINTS)}, got {which!r}")
         if which.startswith("best-"):
-            if not (self.path / f"{which}.pt").exists():
-                raise FileNotFoundError(f"no {which}.pt in {self.path}: a run keeps it when its also_best names "
+            path = self.path / self.best_of(which.removeprefix("best-"))
+            if not path.exists():
+                raise FileNotFoundError(f"no {path.name} in {self.path}: a run keeps it when its also_best names "
                                         f"{which[5:]} (--also-best {which[5:]})")
-            return self.path / f"{which}.pt"
+            return path
         best = which == "best" or (which == "auto" and (self.path / self.BEST).exists())
         if best and not (self.path / self.BEST).exists() and (self.path / self.LAST).exists():
             raise FileNotFoundError(f"no best.pt in {self.path} (the run stopped before its first evaluation): use its last "
